@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Command line and configuration checks. Everything is validated before the
+ * first socket is created, so a bad configuration leaves nothing behind.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "args.h"
+
+/* Reserved context IDs (virtio spec 5.10.4, <linux/vm_sockets.h>). */
+#define CID_HYPERVISOR 0
+#define CID_LOCAL 1
+#define CID_HOST 2
+#define CID_ANY 0xffffffffULL
+
+/* A guest connecting to host port P reaches "<uds>_<P>": room for "_4294967295". */
+#define UDS_PORT_SUFFIX_MAX 11
+
+static int fail(char *err, size_t err_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t err_len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, err_len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void app_opts_init(struct app_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	vsock_pmd_conf_init(&opts->pmd);
+}
+
+static int parse_u64(const char *s, uint64_t *val)
+{
+	char *end;
+
+	if (*s == '\0' || *s == '-')
+		return -1;
+	errno = 0;
+	*val = strtoull(s, &end, 0);
+	return errno != 0 || *end != '\0' ? -1 : 0;
+}
+
+int app_burst_parse(const char *s, unsigned int *burst, char *err, size_t err_len)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) < 0 || v < 1 || v > VSOCK_PMD_BURST_MAX)
+		return fail(err, err_len, "burst size '%s' is not a number in 1..%u",
+			    s, VSOCK_PMD_BURST_MAX);
+	*burst = (unsigned int)v;
+	return 0;
+}
+
+static int copy_path(char *dst, const char *val, const char *key, size_t max,
+		     char *err, size_t err_len)
+{
+	size_t len = strlen(val);
+
+	if (len == 0)
+		return fail(err, err_len, "--vm: %s= needs a path", key);
+	if (len > max)
+		return fail(err, err_len, "--vm: %s path '%s' is longer than %zu bytes "
+			    "(a Unix socket path limit)", key, val, max);
+	memcpy(dst, val, len + 1);
+	return 0;
+}
+
+int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_len)
+{
+	struct vsock_pmd_conf *conf = &opts->pmd;
+	struct vsock_pmd_vm_conf vm = { 0 };
+	bool have_cid = false;
+	char buf[1024];
+	char *save, *item;
+
+	if (conf->nb_vms == VSOCK_PMD_MAX_VMS)
+		return fail(err, err_len, "--vm: at most %d VMs", VSOCK_PMD_MAX_VMS);
+	if (strlen(spec) >= sizeof(buf))
+		return fail(err, err_len, "--vm: description is too long");
+	strcpy(buf, spec);
+
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *val = strchr(item, '=');
+
+		if (!val)
+			return fail(err, err_len, "--vm: '%s' is not key=value", item);
+		*val++ = '\0';
+		if (strcmp(item, "cid") == 0) {
+			if (parse_u64(val, &vm.cid) < 0)
+				return fail(err, err_len, "--vm: cid '%s' is not a number", val);
+			have_cid = true;
+		} else if (strcmp(item, "socket") == 0) {
+			if (copy_path(vm.socket_path, val, "socket", VSOCK_PMD_PATH_MAX,
+				      err, err_len) < 0)
+				return -1;
+		} else if (strcmp(item, "uds") == 0) {
+			if (copy_path(vm.uds_path, val, "uds",
+				      VSOCK_PMD_PATH_MAX - UDS_PORT_SUFFIX_MAX, err, err_len) < 0)
+				return -1;
+		} else {
+			return fail(err, err_len, "--vm: unknown key '%s' (expected cid, socket, uds)",
+				    item);
+		}
+	}
+	if (!have_cid)
+		return fail(err, err_len, "--vm '%s': missing cid=", spec);
+	if (vm.socket_path[0] == '\0')
+		return fail(err, err_len, "--vm '%s': missing socket=", spec);
+	if (vm.uds_path[0] == '\0')
+		return fail(err, err_len, "--vm '%s': missing uds=", spec);
+
+	conf->vms[conf->nb_vms++] = vm;
+	return 0;
+}
+
+enum { OPT_VM = 256, OPT_CONFIG, OPT_BURST };
+
+static const struct option long_opts[] = {
+	{ "vm", required_argument, NULL, OPT_VM },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "burst", required_argument, NULL, OPT_BURST },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size_t err_len)
+{
+	int opt;
+
+	/* 0 makes glibc reinitialise getopt: the EAL or an earlier call used it. */
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:h", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_VM:
+			if (app_vm_add(optarg, opts, err, err_len) < 0)
+				return -1;
+			break;
+		case OPT_CONFIG:
+			if (app_config_load(optarg, opts, err, err_len) < 0)
+				return -1;
+			break;
+		case OPT_BURST:
+			if (app_burst_parse(optarg, &opts->pmd.burst, err, err_len) < 0)
+				return -1;
+			break;
+		case 'h':
+			opts->help = true;
+			break;
+		case ':':
+			return fail(err, err_len, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return fail(err, err_len, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return fail(err, err_len, "unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+static bool cid_reserved(uint64_t cid)
+{
+	return cid == CID_HYPERVISOR || cid == CID_LOCAL || cid == CID_HOST || cid >= CID_ANY;
+}
+
+/* The socket's directory must exist and be writable; the path itself must be free or a stale socket. */
+static int check_socket_path(const char *path, const char *what, uint64_t cid,
+			     char *err, size_t err_len)
+{
+	char dir[VSOCK_PMD_PATH_MAX + 1];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == path)
+		strcpy(dir, "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return fail(err, err_len, "VM cid %" PRIu64 ": %s directory '%s' does not exist",
+			    cid, what, dir);
+	if (access(dir, W_OK | X_OK) < 0)
+		return fail(err, err_len, "VM cid %" PRIu64 ": %s directory '%s' is not writable",
+			    cid, what, dir);
+	if (lstat(path, &st) == 0) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int fd, rc;
+
+		if (!S_ISSOCK(st.st_mode))
+			return fail(err, err_len, "VM cid %" PRIu64 ": %s path '%s' exists and is "
+				    "not a socket", cid, what, path);
+		/* A socket someone still accepts on belongs to a live process: never steal it. */
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (fd < 0)
+			return fail(err, err_len, "socket(): %s", strerror(errno));
+		strcpy(sa.sun_path, path);
+		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		close(fd);
+		if (rc == 0)
+			return fail(err, err_len, "VM cid %" PRIu64 ": %s path '%s' is in use by a "
+				    "running process", cid, what, path);
+	}
+	return 0;
+}
+
+int app_opts_validate(const struct app_opts *opts, char *err, size_t err_len)
+{
+	const struct vsock_pmd_conf *conf = &opts->pmd;
+	unsigned int i, j;
+
+	if (conf->nb_vms == 0)
+		return fail(err, err_len, "no VM configured: use --vm cid=N,socket=PATH,uds=PATH "
+			    "or --config FILE");
+
+	for (i = 0; i < conf->nb_vms; i++) {
+		const struct vsock_pmd_vm_conf *a = &conf->vms[i];
+
+		if (cid_reserved(a->cid))
+			return fail(err, err_len, "VM cid %" PRIu64 " is reserved or out of range "
+				    "(0, 1, 2 and 0xffffffff and above cannot be guest CIDs)", a->cid);
+		if (strcmp(a->socket_path, a->uds_path) == 0)
+			return fail(err, err_len, "VM cid %" PRIu64 ": socket and uds are the same "
+				    "path '%s'", a->cid, a->uds_path);
+		for (j = 0; j < i; j++) {
+			const struct vsock_pmd_vm_conf *b = &conf->vms[j];
+
+			if (a->cid == b->cid)
+				return fail(err, err_len, "duplicate VM cid %" PRIu64, a->cid);
+			if (!strcmp(a->socket_path, b->socket_path) ||
+			    !strcmp(a->socket_path, b->uds_path) ||
+			    !strcmp(a->uds_path, b->socket_path) ||
+			    !strcmp(a->uds_path, b->uds_path))
+				return fail(err, err_len, "VMs cid %" PRIu64 " and cid %" PRIu64
+					    " share a socket path", b->cid, a->cid);
+		}
+		if (check_socket_path(a->socket_path, "socket", a->cid, err, err_len) < 0 ||
+		    check_socket_path(a->uds_path, "uds", a->cid, err, err_len) < 0)
+			return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef APP_ARGS_H
+#define APP_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <vsock_pmd.h>
+
+/** What the application part of the command line (after "--") asks for. */
+struct app_opts {
+	struct vsock_pmd_conf pmd;
+	bool help;
+};
+
+/** Room for one error message; every parser writes a sentence naming the problem. */
+#define APP_ERR_LEN 512
+
+void app_opts_init(struct app_opts *opts);
+
+/**
+ * Parse the application arguments (argv[0] is the program name). Options:
+ * --vm cid=N,socket=PATH,uds=PATH (repeatable), --config FILE, --burst N, -h/--help.
+ * Does not validate across VMs: call app_opts_validate() afterwards.
+ * @return 0, or -1 with @p err filled.
+ */
+int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size_t err_len);
+
+/** Parse one "cid=N,socket=PATH,uds=PATH" description and append it to @p opts. */
+int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_len);
+
+/** Parse a burst size (1..VSOCK_PMD_BURST_MAX). */
+int app_burst_parse(const char *s, unsigned int *burst, char *err, size_t err_len);
+
+/**
+ * Read a configuration file: one long option per line without the leading
+ * "--" ("vm cid=3,socket=...", "burst 32"); '#' starts a comment.
+ */
+int app_config_load(const char *path, struct app_opts *opts, char *err, size_t err_len);
+
+/**
+ * Check the whole configuration before anything is created: at least one VM,
+ * no reserved or duplicate CID, no path used twice, every socket's directory
+ * writable, no path that exists as something other than a stale socket, and
+ * no socket another live process is serving.
+ */
+int app_opts_validate(const struct app_opts *opts, char *err, size_t err_len);
+
+#endif /* APP_ARGS_H */

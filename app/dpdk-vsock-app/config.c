@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Configuration files say what the command line says, one long option per
+ * line, so both go through the same parsers and can never disagree.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+static int config_line(char *line, struct app_opts *opts, char *err, size_t err_len)
+{
+	char *key = line, *val = line;
+
+	while (*val && !isspace((unsigned char)*val))
+		val++;
+	if (*val)
+		*val++ = '\0';
+	val = trim(val);
+
+	if (*val == '\0') {
+		snprintf(err, err_len, "'%s' needs a value", key);
+		return -1;
+	}
+	if (strcmp(key, "vm") == 0)
+		return app_vm_add(val, opts, err, err_len);
+	if (strcmp(key, "burst") == 0)
+		return app_burst_parse(val, &opts->pmd.burst, err, err_len);
+	snprintf(err, err_len, "unknown key '%s' (expected vm, burst)", key);
+	return -1;
+}
+
+int app_config_load(const char *path, struct app_opts *opts, char *err, size_t err_len)
+{
+	char line[1200], msg[APP_ERR_LEN];
+	unsigned int lineno = 0;
+	FILE *f = fopen(path, "r");
+	int rc = 0;
+
+	if (!f) {
+		snprintf(err, err_len, "cannot read config file '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *hash, *s;
+
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, err_len, "%s:%u: line too long", path, lineno);
+			rc = -1;
+			break;
+		}
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		s = trim(line);
+		if (*s == '\0')
+			continue;
+		if (config_line(s, opts, msg, sizeof(msg)) < 0) {
+			snprintf(err, err_len, "%s:%u: %s", path, lineno, msg);
+			rc = -1;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost-user glue: one librte_vhost socket per VM, GET_CONFIG answered with
+ * the VM's CID, and the device lifecycle handed to the polling workers.
+ *
+ * Every callback here runs on DPDK's vhost-events control thread (and
+ * vsock_devs_destroy() on the main lcore); none runs on a polling lcore.
+ * The device table lock serialises them; workers never take it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <linux/virtio_config.h>
+#include <linux/virtio_vsock.h>
+
+#include <rte_byteorder.h>
+#include <rte_vhost.h>
+
+#include "device.h"
+#include "log.h"
+#include "vhost_user_msg.h"
+#include "worker.h"
+
+/* Features the device offers. VHOST_USER_F_PROTOCOL_FEATURES is needed for GET_CONFIG. */
+#define VSOCK_FEATURES \
+	((1ULL << VIRTIO_F_VERSION_1) | (1ULL << VHOST_USER_F_PROTOCOL_FEATURES))
+#define VSOCK_PROTOCOL_FEATURES (1ULL << VHOST_USER_PROTOCOL_F_CONFIG)
+
+static struct vsock_dev devs[VSOCK_PMD_MAX_VMS];
+static unsigned int nb_devs;
+static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct vsock_dev *dev_by_vid(int vid)
+{
+	unsigned int i;
+
+	for (i = 0; i < nb_devs; i++) {
+		if (devs[i].vid == vid)
+			return &devs[i];
+	}
+	return NULL;
+}
+
+static struct vsock_dev *dev_by_path(const char *path)
+{
+	unsigned int i;
+
+	for (i = 0; i < nb_devs; i++) {
+		if (strcmp(devs[i].conf.socket_path, path) == 0)
+			return &devs[i];
+	}
+	return NULL;
+}
+
+/*
+ * QEMU realises vhost-user-vsock only if the backend answers GET_CONFIG with
+ * struct virtio_vsock_config. librte_vhost routes GET_CONFIG to vDPA drivers
+ * only, so the answer is written here, before DPDK's own handler runs.
+ */
+static enum rte_vhost_msg_result answer_get_config(struct vsock_dev *dev,
+						   struct vhost_user_msg *msg)
+{
+	/* Fields read once: the message is packed, so no pointers into it. */
+	uint32_t offset = msg->payload.config.offset;
+	uint32_t size = msg->payload.config.size;
+	struct virtio_vsock_config space = {
+		.guest_cid = rte_cpu_to_le_64(dev->conf.cid),
+	};
+
+	if (msg->size < VHOST_USER_CONFIG_HDR_SIZE ||
+	    msg->size > sizeof(struct vhost_user_config) ||
+	    size > msg->size - VHOST_USER_CONFIG_HDR_SIZE ||
+	    offset > sizeof(space) || size > sizeof(space) - offset) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": GET_CONFIG for bytes %u+%u of an %zu-byte "
+			  "config space (message size %u) refused", dev->conf.cid, offset, size,
+			  sizeof(space), msg->size);
+		return RTE_VHOST_MSG_RESULT_ERR;
+	}
+	memcpy(msg->payload.config.region, (uint8_t *)&space + offset, size);
+	return RTE_VHOST_MSG_RESULT_REPLY;
+}
+
+/* Must be called with devs_lock held, on a device the worker does not poll. */
+static int dev_load_rings(struct vsock_dev *dev)
+{
+	int vid = dev->vid;
+	uint16_t q;
+
+	free(dev->mem);
+	dev->mem = NULL;
+	if (rte_vhost_get_mem_table(vid, &dev->mem) < 0) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": no memory table", dev->conf.cid);
+		return -EINVAL;
+	}
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		struct rte_vhost_vring vring;
+
+		if (rte_vhost_get_vhost_vring(vid, q, &vring) < 0 || !vring.desc) {
+			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vring %u not set up", dev->conf.cid, q);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static enum rte_vhost_msg_result pre_msg_handle(int vid, void *raw)
+{
+	struct vhost_user_msg *msg = raw;
+	enum rte_vhost_msg_result res = RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+	struct vsock_dev *dev;
+
+	pthread_mutex_lock(&devs_lock);
+	dev = dev_by_vid(vid);
+	if (!dev)
+		goto out;
+	switch (msg->request) {
+	case VHOST_USER_GET_CONFIG:
+		res = answer_get_config(dev, msg);
+		break;
+	case VHOST_USER_SET_MEM_TABLE:
+		/*
+		 * DPDK unmaps the old regions while handling this message: take the device
+		 * off its worker first, and put it back in post_msg_handle.
+		 */
+		if (dev->running && !dev->remapping) {
+			worker_detach(dev->worker, dev);
+			dev->remapping = true;
+		}
+		break;
+	default:
+		break;
+	}
+out:
+	pthread_mutex_unlock(&devs_lock);
+	return res;
+}
+
+static enum rte_vhost_msg_result post_msg_handle(int vid, void *raw)
+{
+	struct vhost_user_msg *msg = raw;
+	struct vsock_dev *dev;
+
+	if (msg->request != VHOST_USER_SET_MEM_TABLE)
+		return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+
+	pthread_mutex_lock(&devs_lock);
+	dev = dev_by_vid(vid);
+	if (dev && dev->remapping) {
+		dev->remapping = false;
+		if (dev_load_rings(dev) == 0) {
+			worker_attach(dev->worker, dev);
+			VSOCK_LOG(INFO, "VM cid %" PRIu64 ": memory table replaced", dev->conf.cid);
+		} else {
+			/* Without memory the device cannot run: it stays off its worker. */
+			dev->running = false;
+		}
+	}
+	pthread_mutex_unlock(&devs_lock);
+	return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+}
+
+static const struct rte_vhost_user_extern_ops extern_ops = {
+	.pre_msg_handle = pre_msg_handle,
+	.post_msg_handle = post_msg_handle,
+};
+
+static int new_connection(int vid)
+{
+	char path[VSOCK_PMD_PATH_MAX + 1];
+	struct vsock_dev *dev;
+	int rc = -1;
+
+	if (rte_vhost_get_ifname(vid, path, sizeof(path)) < 0)
+		return -1;
+	pthread_mutex_lock(&devs_lock);
+	dev = dev_by_path(path);
+	if (!dev)
+		goto out;
+	if (dev->vid >= 0) {
+		/* One frontend drives a device; a second one would share its rings. */
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": second frontend connection on %s refused",
+			  dev->conf.cid, path);
+		goto out;
+	}
+	if (rte_vhost_extern_callback_register(vid, &extern_ops, dev) < 0) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot hook vhost-user messages",
+			  dev->conf.cid);
+		goto out;
+	}
+	dev->vid = vid;
+	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": frontend connected (vid %d)", dev->conf.cid, vid);
+	rc = 0;
+out:
+	pthread_mutex_unlock(&devs_lock);
+	return rc;
+}
+
+static void destroy_connection(int vid)
+{
+	struct vsock_dev *dev;
+
+	pthread_mutex_lock(&devs_lock);
+	dev = dev_by_vid(vid);
+	if (dev) {
+		dev->vid = -1;
+		VSOCK_LOG(INFO, "VM cid %" PRIu64 ": frontend disconnected", dev->conf.cid);
+	}
+	pthread_mutex_unlock(&devs_lock);
+}
+
+static int new_device(int vid)
+{
+	struct vsock_dev *dev;
+	uint16_t q;
+	int rc = -1;
+
+	pthread_mutex_lock(&devs_lock);
+	dev = dev_by_vid(vid);
+	if (!dev || dev->running)
+		goto out;
+	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0)
+		goto out;
+	if (rte_vhost_get_vring_num(vid) < VSOCK_NR_VQ) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": %u vrings, vsock needs %u", dev->conf.cid,
+			  rte_vhost_get_vring_num(vid), VSOCK_NR_VQ);
+		goto out;
+	}
+	if (dev_load_rings(dev) < 0)
+		goto out;
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		rte_vhost_get_vring_base(vid, q, &dev->last_avail[q], &dev->last_used[q]);
+		/* We poll: the guest need not kick us. */
+		rte_vhost_enable_guest_notification(vid, q, 0);
+	}
+	dev->worker = worker_pick();
+	worker_attach(dev->worker, dev);
+	dev->running = true;
+	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": running on lcore %u (features 0x%" PRIx64 ")",
+		  dev->conf.cid, worker_lcore(dev->worker), dev->features);
+	rc = 0;
+out:
+	pthread_mutex_unlock(&devs_lock);
+	return rc;
+}
+
+static void destroy_device(int vid)
+{
+	struct vsock_dev *dev;
+	uint16_t q;
+
+	pthread_mutex_lock(&devs_lock);
+	dev = dev_by_vid(vid);
+	if (!dev || !dev->running)
+		goto out;
+	if (!dev->remapping)
+		worker_detach(dev->worker, dev);
+	dev->running = false;
+	dev->remapping = false;
+	/* DPDK answers GET_VRING_BASE with these: the frontend resumes from them. */
+	for (q = 0; q < VSOCK_NR_VQ; q++)
+		rte_vhost_set_vring_base(vid, q, dev->last_avail[q], dev->last_used[q]);
+	free(dev->mem);
+	dev->mem = NULL;
+	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": stopped", dev->conf.cid);
+out:
+	pthread_mutex_unlock(&devs_lock);
+}
+
+static int vring_state_changed(int vid, uint16_t queue_id, int enable)
+{
+	/*
+	 * QEMU re-sends SET_VRING_CALL right after the device starts and DPDK reports
+	 * that as disable/enable. Nothing to do: the call fd is never cached.
+	 */
+	VSOCK_LOG(DEBUG, "vid %d: vring %u %s", vid, queue_id, enable ? "enabled" : "disabled");
+	return 0;
+}
+
+static const struct rte_vhost_device_ops device_ops = {
+	.new_device = new_device,
+	.destroy_device = destroy_device,
+	.vring_state_changed = vring_state_changed,
+	.new_connection = new_connection,
+	.destroy_connection = destroy_connection,
+};
+
+static int dev_register(struct vsock_dev *dev)
+{
+	const char *path = dev->conf.socket_path;
+	struct stat st;
+
+	/* app validation refused live sockets; what is left is a stale one from a crash. */
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
+	if (rte_vhost_driver_register(path, 0) < 0) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create vhost-user socket %s",
+			  dev->conf.cid, path);
+		return -EIO;
+	}
+	dev->registered = true;
+	if (rte_vhost_driver_set_features(path, VSOCK_FEATURES) < 0 ||
+	    rte_vhost_driver_set_protocol_features(path, VSOCK_PROTOCOL_FEATURES) < 0 ||
+	    rte_vhost_driver_callback_register(path, &device_ops) < 0 ||
+	    rte_vhost_driver_start(path) < 0) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot start vhost-user socket %s",
+			  dev->conf.cid, path);
+		return -EIO;
+	}
+	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": vhost-user socket %s", dev->conf.cid, path);
+	return 0;
+}
+
+int vsock_devs_create(const struct vsock_pmd_conf *conf)
+{
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < conf->nb_vms; i++) {
+		struct vsock_dev *dev = &devs[i];
+
+		memset(dev, 0, sizeof(*dev));
+		dev->conf = conf->vms[i];
+		dev->vid = -1;
+		pthread_mutex_lock(&devs_lock);
+		nb_devs = i + 1;
+		pthread_mutex_unlock(&devs_lock);
+		rc = dev_register(dev);
+		if (rc < 0) {
+			vsock_devs_destroy();
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void vsock_devs_destroy(void)
+{
+	unsigned int i;
+
+	/*
+	 * Unregistering closes the connection: DPDK calls destroy_device (which takes
+	 * the device off its worker) and removes the socket file. devs_lock must not be
+	 * held here, since those callbacks take it.
+	 */
+	for (i = 0; i < nb_devs; i++) {
+		struct vsock_dev *dev = &devs[i];
+
+		if (dev->registered && rte_vhost_driver_unregister(dev->conf.socket_path) < 0)
+			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot unregister %s", dev->conf.cid,
+				  dev->conf.socket_path);
+		dev->registered = false;
+	}
+	pthread_mutex_lock(&devs_lock);
+	nb_devs = 0;
+	pthread_mutex_unlock(&devs_lock);
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Start and stop the accelerator: workers first up, last down. */
+#include <errno.h>
+
+#include <rte_lcore.h>
+#include <rte_log.h>
+
+#include <vsock_pmd.h>
+
+#include "device.h"
+#include "log.h"
+#include "worker.h"
+
+RTE_LOG_REGISTER(vsock_logtype, vsock, INFO);
+
+static bool started;
+
+void vsock_pmd_conf_init(struct vsock_pmd_conf *conf)
+{
+	*conf = (struct vsock_pmd_conf){ .burst = VSOCK_PMD_BURST_DEFAULT };
+}
+
+int vsock_pmd_start(const struct vsock_pmd_conf *conf)
+{
+	int rc;
+
+	if (started)
+		return -EALREADY;
+	if (conf->nb_vms == 0 || conf->nb_vms > VSOCK_PMD_MAX_VMS ||
+	    conf->burst < 1 || conf->burst > VSOCK_PMD_BURST_MAX)
+		return -EINVAL;
+	if (rte_lcore_id() != rte_get_main_lcore())
+		return -EPERM;
+
+	/* Workers run before any device exists, so every new_device finds one to hand over to. */
+	rc = workers_start();
+	if (rc < 0)
+		return rc;
+	rc = vsock_devs_create(conf);
+	if (rc < 0) {
+		workers_stop();
+		return rc;
+	}
+	started = true;
+	return 0;
+}
+
+void vsock_pmd_stop(void)
+{
+	if (!started)
+		return;
+	vsock_devs_destroy();
+	workers_stop();
+	started = false;
+}
