@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "virtq_split.h"
+
+/* Avail entries read (and their descriptors prefetched) ahead of the walk. */
+#define VIRTQ_BATCH 32
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+/* Keeps the compiler from re-reading guest memory in place of a local copy. */
+#define compiler_barrier() __asm__ volatile("" ::: "memory")
+
+static const char *const virtq_err_names[VIRTQ_ERR_MAX] = {
+	[VIRTQ_ERR_NONE] = "none",
+	[VIRTQ_ERR_AVAIL_IDX] = "avail_idx",
+	[VIRTQ_ERR_HEAD] = "head",
+	[VIRTQ_ERR_NEXT] = "next",
+	[VIRTQ_ERR_LOOP] = "loop",
+	[VIRTQ_ERR_INDIRECT_FEATURE] = "indirect_feature",
+	[VIRTQ_ERR_INDIRECT_NESTED] = "indirect_nested",
+	[VIRTQ_ERR_INDIRECT_NEXT] = "indirect_next",
+	[VIRTQ_ERR_INDIRECT_LEN] = "indirect_len",
+	[VIRTQ_ERR_INDIRECT_ADDR] = "indirect_addr",
+	[VIRTQ_ERR_DESC_LEN] = "desc_len",
+	[VIRTQ_ERR_DESC_ADDR] = "desc_addr",
+	[VIRTQ_ERR_DESC_ORDER] = "desc_order",
+	[VIRTQ_ERR_PIECES] = "pieces",
+	[VIRTQ_ERR_CHAIN_LEN] = "chain_len",
+	[VIRTQ_ERR_USED_ID] = "used_id",
+};
+
+const char *virtq_err_str(enum virtq_err err)
+{
+	if ((unsigned int)err >= VIRTQ_ERR_MAX)
+		return "unknown";
+	return virtq_err_names[err];
+}
+
+int virtq_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc *desc,
+		struct vring_avail *avail, struct vring_used *used, uint16_t size,
+		uint16_t last_avail_idx, uint16_t last_used_idx, uint64_t features)
+{
+	if (size == 0 || size > VIRTQ_MAX_SIZE || (size & (size - 1)) != 0)
+		return -EINVAL;
+	if (mem == NULL || desc == NULL || avail == NULL || used == NULL ||
+			((uintptr_t)desc & (VRING_DESC_ALIGN_SIZE - 1)) != 0 ||
+			((uintptr_t)avail & (VRING_AVAIL_ALIGN_SIZE - 1)) != 0 ||
+			((uintptr_t)used & (VRING_USED_ALIGN_SIZE - 1)) != 0)
+		return -EFAULT;
+
+	/* The shadow array itself needs no clearing: shadow_count guards it. */
+	memset(vq, 0, offsetof(struct virtq, shadow));
+	vq->desc = desc;
+	vq->avail = avail;
+	vq->used = used;
+	vq->mem = mem;
+	vq->size = size;
+	vq->mask = size - 1;
+	vq->last_avail_idx = last_avail_idx;
+	vq->last_used_idx = last_used_idx;
+	vq->shadow_cap = size < VIRTQ_SHADOW_MAX ? size : VIRTQ_SHADOW_MAX;
+	vq->event_idx = (features >> VIRTIO_RING_F_EVENT_IDX) & 1;
+	vq->indirect = (features >> VIRTIO_RING_F_INDIRECT_DESC) & 1;
+	return 0;
+}
+
+static void virtq_mark_broken(struct virtq *vq, enum virtq_err err)
+{
+	vq->broken = true;
+	vq->broken_reason = err;
+	vq->stats.errors[err]++;
+}
+
+/*
+ * Copy between a flat buffer and bytes [off, off + len) of a piece list.
+ * Bounded by n pieces; returns the bytes copied.
+ */
+static uint32_t pieces_copy(const struct guest_mem_piece *p, unsigned int n, uint32_t off,
+		void *buf, uint32_t len, bool to_pieces)
+{
+	uint8_t *b = buf;
+	uint32_t done = 0;
+	unsigned int i;
+
+	for (i = 0; i < n && done < len; i++) {
+		uint32_t chunk;
+
+		if (off >= p[i].len) {
+			off -= p[i].len;
+			continue;
+		}
+		chunk = p[i].len - off;
+		if (chunk > len - done)
+			chunk = len - done;
+		if (to_pieces)
+			memcpy((uint8_t *)p[i].addr + off, b + done, chunk);
+		else
+			memcpy(b + done, (const uint8_t *)p[i].addr + off, chunk);
+		done += chunk;
+		off = 0;
+	}
+	return done;
+}
+
+uint32_t virtq_chain_read(const struct virtq_chain *c, uint32_t off, void *dst,
+		uint32_t len)
+{
+	return pieces_copy(c->pieces, c->nr_readable, off, dst, len, false);
+}
+
+uint32_t virtq_chain_write(const struct virtq_chain *c, uint32_t off, const void *src,
+		uint32_t len)
+{
+	return pieces_copy(c->pieces + c->nr_readable, c->nr_pieces - c->nr_readable, off,
+			(void *)(uintptr_t)src, len, true);
+}
+
+/* Where the descriptors of the table being walked live. */
+struct desc_table {
+	const uint8_t *base;	/* host-contiguous table, or NULL if scattered */
+	struct guest_mem_piece pieces[GUEST_MEM_MAX_REGIONS];
+	unsigned int npieces;	/* for a scattered indirect table */
+	uint32_t entries;
+};
+
+/*
+ * Load descriptor idx (< t->entries) once into *d. The guest may rewrite it
+ * concurrently; validating and using only the copy closes that window.
+ */
+static inline void desc_load(const struct desc_table *t, uint32_t idx, struct vring_desc *d)
+{
+	if (likely(t->base != NULL))
+		memcpy(d, t->base + (size_t)idx * sizeof(*d), sizeof(*d));
+	else
+		pieces_copy(t->pieces, t->npieces, idx * sizeof(*d), d, sizeof(*d), false);
+	compiler_barrier();
+}
+
+/*
+ * Walk the chain at head into c. Every descriptor is copied before use,
+ * every index bounded by its table, every buffer translated; the walk visits
+ * at most one table's worth of descriptors per table (more means a loop).
+ */
+static enum virtq_err virtq_walk(const struct virtq *vq, uint16_t head, struct virtq_chain *c)
+{
+	struct desc_table t;
+	uint64_t rlen = 0, wlen = 0;
+	uint32_t idx = head, visited = 0;
+	unsigned int np = 0, nr = 0;
+	bool in_indirect = false;
+
+	if (unlikely(head >= vq->size))
+		return VIRTQ_ERR_HEAD;
+	t.base = (const uint8_t *)vq->desc;
+	t.entries = vq->size;
+
+	for (;;) {
+		struct vring_desc d;
+		uint16_t flags;
+		uint32_t len;
+		int k;
+
+		if (unlikely(++visited > t.entries))
+			return VIRTQ_ERR_LOOP;
+		desc_load(&t, idx, &d);
+		flags = le16toh(d.flags);
+		len = le32toh(d.len);
+
+		if (unlikely(flags & VRING_DESC_F_INDIRECT)) {
+			/* Its WRITE flag is ignored, as the spec tells the device. */
+			if (!vq->indirect)
+				return VIRTQ_ERR_INDIRECT_FEATURE;
+			if (in_indirect)
+				return VIRTQ_ERR_INDIRECT_NESTED;
+			if (flags & VRING_DESC_F_NEXT)
+				return VIRTQ_ERR_INDIRECT_NEXT;
+			if (len == 0 || len % sizeof(struct vring_desc) != 0)
+				return VIRTQ_ERR_INDIRECT_LEN;
+			k = guest_mem_translate(vq->mem, le64toh(d.addr), len, t.pieces,
+					GUEST_MEM_MAX_REGIONS);
+			if (k < 0)
+				return VIRTQ_ERR_INDIRECT_ADDR;
+			t.npieces = k;
+			t.base = k == 1 ? t.pieces[0].addr : NULL;
+			t.entries = len / sizeof(struct vring_desc);
+			in_indirect = true;
+			idx = 0;
+			visited = 0;
+			continue;
+		}
+
+		if (unlikely(len == 0))
+			return VIRTQ_ERR_DESC_LEN;
+		if (flags & VRING_DESC_F_WRITE) {
+			wlen += len;
+		} else {
+			if (unlikely(np != nr))
+				return VIRTQ_ERR_DESC_ORDER;
+			rlen += len;
+		}
+		if (unlikely((rlen | wlen) > UINT32_MAX))
+			return VIRTQ_ERR_CHAIN_LEN;
+		k = guest_mem_translate(vq->mem, le64toh(d.addr), len, &c->pieces[np],
+				VIRTQ_CHAIN_MAX_PIECES - np);
+		if (unlikely(k < 0))
+			return k == -ENOSPC ? VIRTQ_ERR_PIECES : VIRTQ_ERR_DESC_ADDR;
+		np += k;
+		if (!(flags & VRING_DESC_F_WRITE))
+			nr = np;
+
+		if (!(flags & VRING_DESC_F_NEXT))
+			break;
+		idx = le16toh(d.next);
+		if (unlikely(idx >= t.entries))
+			return VIRTQ_ERR_NEXT;
+	}
+	c->head = head;
+	/* All four were bounded above (pieces <= 64, lengths < 4 GiB). */
+	c->nr_readable = (uint16_t)nr;
+	c->nr_pieces = (uint16_t)np;
+	c->readable_len = (uint32_t)rlen;
+	c->writable_len = (uint32_t)wlen;
+	return VIRTQ_ERR_NONE;
+}
+
+uint16_t virtq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max)
+{
+	uint16_t avail_idx, n, done = 0;
+
+	if (unlikely(vq->broken))
+		return 0;
+	/*
+	 * Acquire pairs with the driver's write barrier before its avail->idx
+	 * store: the ring entries and descriptors it published up to this
+	 * index are visible to every load below. One load per burst.
+	 */
+	avail_idx = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
+	n = avail_idx - vq->last_avail_idx;
+	if (unlikely(n > vq->size)) {
+		virtq_mark_broken(vq, VIRTQ_ERR_AVAIL_IDX);
+		return 0;
+	}
+	if (n > max)
+		n = max;
+
+	while (done < n) {
+		uint16_t heads[VIRTQ_BATCH];
+		unsigned int b = n - done < VIRTQ_BATCH ? n - done : VIRTQ_BATCH;
+		unsigned int i;
+
+		/* Read the heads once, in a row, and start fetching their descriptors. */
+		for (i = 0; i < b; i++) {
+			uint16_t slot = (vq->last_avail_idx + done + i) & vq->mask;
+
+			heads[i] = le16toh(__atomic_load_n(&vq->avail->ring[slot],
+					__ATOMIC_RELAXED));
+			__builtin_prefetch(&vq->desc[heads[i] & vq->mask]);
+		}
+		for (i = 0; i < b; i++) {
+			enum virtq_err err = virtq_walk(vq, heads[i], &chains[done]);
+
+			if (unlikely(err != VIRTQ_ERR_NONE)) {
+				virtq_mark_broken(vq, err);
+				goto out;
+			}
+			done++;
+		}
+	}
+out:
+	vq->last_avail_idx += done;
+	vq->unget_max = done;
+	vq->stats.dequeued += done;
+	return done;
+}
+
+uint16_t virtq_unget(struct virtq *vq, uint16_t n)
+{
+	if (n > vq->unget_max)
+		n = vq->unget_max;
+	vq->last_avail_idx -= n;
+	vq->unget_max -= n;
+	vq->stats.ungot += n;
+	return n;
+}
+
+void virtq_flush(struct virtq *vq)
+{
+	uint16_t n = vq->shadow_count;
+	uint16_t old = vq->last_used_idx;
+	uint16_t new = old + n;
+	uint16_t start = old & vq->mask;
+	uint16_t first = vq->size - start;
+
+	if (n == 0)
+		return;
+	if (first > n)
+		first = n;
+	memcpy(&vq->used->ring[start], vq->shadow, first * sizeof(vq->shadow[0]));
+	if (n > first)
+		memcpy(&vq->used->ring[0], vq->shadow + first,
+				(n - first) * sizeof(vq->shadow[0]));
+	/*
+	 * Release: the entries copied above are visible no later than the
+	 * index that exposes them; pairs with the driver's read barrier after
+	 * it loads used->idx. The only used->idx store of the flush.
+	 */
+	__atomic_store_n(&vq->used->idx, htole16(new), __ATOMIC_RELEASE);
+	vq->last_used_idx = new;
+	vq->shadow_count = 0;
+	vq->stats.used_idx_stores++;
+	/*
+	 * If we just moved past signalled_used, the 16-bit index has gone all
+	 * the way round since the guest was last told: vring_need_event() can
+	 * no longer order the two, so the next decision must notify.
+	 */
+	if (unlikely((uint16_t)(new - vq->signalled_used) < n))
+		vq->signalled_used_valid = false;
+}
+
+bool virtq_should_notify(struct virtq *vq)
+{
+	uint16_t old = vq->signalled_used;
+	uint16_t new = vq->last_used_idx;
+	bool notify;
+
+	if (vq->signalled_used_valid && old == new) {
+		/* Nothing published since the last decision. */
+		vq->stats.notify_no++;
+		return false;
+	}
+	/*
+	 * Full fence (store->load): our used->idx store must be visible before
+	 * we read used_event or avail->flags. Otherwise the load may complete
+	 * first (x86 allows it), we see a stale used_event and skip the
+	 * interrupt while the driver, having written used_event and re-read the
+	 * old used->idx, waits for one: a lost wakeup. Pairs with the driver's
+	 * full barrier between those two steps.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (vq->event_idx) {
+		uint16_t event = le16toh(__atomic_load_n(&vq->avail->ring[vq->size],
+				__ATOMIC_RELAXED));
+
+		notify = !vq->signalled_used_valid || vring_need_event(event, new, old);
+	} else {
+		uint16_t flags = le16toh(__atomic_load_n(&vq->avail->flags, __ATOMIC_RELAXED));
+
+		notify = !(flags & VRING_AVAIL_F_NO_INTERRUPT);
+	}
+	vq->signalled_used = new;
+	vq->signalled_used_valid = true;
+	if (notify)
+		vq->stats.notify_yes++;
+	else
+		vq->stats.notify_no++;
+	return notify;
+}
+
+void virtq_disable_guest_kicks(struct virtq *vq)
+{
+	__atomic_store_n(&vq->used->flags, htole16(VRING_USED_F_NO_NOTIFY), __ATOMIC_RELAXED);
+	/*
+	 * Under EVENT_IDX the driver ignores used->flags and kicks when its
+	 * avail->idx crosses avail_event. Put that one step behind what we have
+	 * consumed: the driver gets there only 65535 buffers later, and such a
+	 * rare stray kick costs a poller nothing. Leaving the old value could
+	 * sit just ahead and draw a kick at once. No ordering needed: a late
+	 * kick is harmless.
+	 */
+	if (vq->event_idx)
+		__atomic_store_n((uint16_t *)&vq->used->ring[vq->size],
+				htole16((uint16_t)(vq->last_avail_idx - 1)), __ATOMIC_RELAXED);
+}
+
+void virtq_set_per_entry_publish(struct virtq *vq, bool on)
+{
+	virtq_flush(vq);
+	vq->per_entry_publish = on;
+}

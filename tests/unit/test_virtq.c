@@ -1,0 +1,914 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * virtq (split ring, device side) driven by a fake guest driver: rings and
+ * buffers live in malloc'd memory whose guest-physical addresses differ from
+ * the host ones. Each ring is its own exact-size allocation and each region
+ * its own buffer, so an out-of-bounds read shows up under ASan.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "tap.h"
+#include "virtq_split.h"
+
+#define R0_GPA		0x40000000ull
+#define R0_SIZE		0x10000ull
+#define R1_GPA		(R0_GPA + R0_SIZE)	/* adjacent in guest space, not in ours */
+#define R1_SIZE		0x10000ull
+#define GAP_GPA		0x1000ull		/* in no region */
+#define BIG_GPA		0x100000000ull		/* 8 GiB reserved, never touched */
+#define BIG_SIZE	(8ull << 30)
+
+#define F_EVENT_IDX	(1ull << VIRTIO_RING_F_EVENT_IDX)
+#define F_INDIRECT	(1ull << VIRTIO_RING_F_INDIRECT_DESC)
+
+#define NEXT	VRING_DESC_F_NEXT
+#define WRITE	VRING_DESC_F_WRITE
+#define INDIR	VRING_DESC_F_INDIRECT
+
+static uint8_t *r0, *r1;
+static void *big;
+static struct guest_mem mem;
+
+/* The fake guest: its rings and its view of the indices. */
+struct drv {
+	struct virtq vq;
+	struct vring_desc *desc;
+	struct vring_avail *avail;
+	struct vring_used *used;
+	uint16_t size;
+	uint16_t avail_idx;
+	uint64_t next_gpa;
+};
+
+static void *xalloc(size_t align, size_t len)
+{
+	void *p;
+
+	if (align < sizeof(void *))
+		align = sizeof(void *);
+	if (posix_memalign(&p, align, len) != 0)
+		abort();
+	memset(p, 0, len);
+	return p;
+}
+
+static struct drv *drv_new(uint16_t size, uint16_t start, uint64_t features)
+{
+	struct drv *d = xalloc(64, sizeof(*d));
+
+	d->size = size;
+	d->desc = xalloc(16, sizeof(struct vring_desc) * size);
+	/* flags, idx, ring[size], used_event */
+	d->avail = xalloc(2, sizeof(uint16_t) * (3 + size));
+	/* flags, idx, ring[size], avail_event */
+	d->used = xalloc(4, 4 + sizeof(struct vring_used_elem) * size + 2);
+	d->avail->idx = htole16(start);
+	d->used->idx = htole16(start);
+	d->avail_idx = start;
+	d->next_gpa = R0_GPA;
+	if (virtq_init(&d->vq, &mem, d->desc, d->avail, d->used, size, start, start,
+			features) != 0)
+		abort();
+	return d;
+}
+
+static void drv_free(struct drv *d)
+{
+	free(d->desc);
+	free(d->avail);
+	free(d->used);
+	free(d);
+}
+
+static void *hva(uint64_t gpa)
+{
+	void *p = guest_mem_ptr(&mem, gpa, 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+/* A guest buffer of len bytes in region 0, filled with a pattern from seed. */
+static uint64_t gbuf(struct drv *d, uint32_t len, uint8_t seed)
+{
+	uint64_t gpa = d->next_gpa;
+	uint8_t *p = hva(gpa);
+	uint32_t i;
+
+	d->next_gpa += (len + 15) & ~15u;
+	if (d->next_gpa > R0_GPA + R0_SIZE)
+		abort();
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i);
+	return gpa;
+}
+
+static void set_desc(struct vring_desc *t, uint16_t i, uint64_t gpa, uint32_t len,
+		uint16_t flags, uint16_t next)
+{
+	t[i].addr = htole64(gpa);
+	t[i].len = htole32(len);
+	t[i].flags = htole16(flags);
+	t[i].next = htole16(next);
+}
+
+static void post(struct drv *d, uint16_t head)
+{
+	d->avail->ring[d->avail_idx & (d->size - 1)] = htole16(head);
+	d->avail_idx++;
+	__atomic_store_n(&d->avail->idx, htole16(d->avail_idx), __ATOMIC_RELEASE);
+}
+
+static uint16_t used_idx(const struct drv *d)
+{
+	return le16toh(__atomic_load_n(&d->used->idx, __ATOMIC_ACQUIRE));
+}
+
+static void set_used_event(struct drv *d, uint16_t v)
+{
+	d->avail->ring[d->size] = htole16(v);
+}
+
+static int check_bytes(const uint8_t *p, uint32_t len, uint8_t seed)
+{
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(seed + i))
+			return 0;
+	return 1;
+}
+
+static void test_init(void)
+{
+	static struct vring_desc desc[4] __attribute__((aligned(16)));
+	static uint16_t avail[8];
+	static uint32_t used[8];
+	struct virtq *vq = xalloc(64, sizeof(*vq));
+	struct vring_avail *a = (struct vring_avail *)avail;
+	struct vring_used *u = (struct vring_used *)used;
+
+	tap_ok(virtq_init(vq, &mem, desc, a, u, 0, 0, 0, 0) == -EINVAL, "init: size 0 refused");
+	tap_ok(virtq_init(vq, &mem, desc, a, u, 3, 0, 0, 0) == -EINVAL, "init: size 3 refused");
+	tap_ok(virtq_init(vq, &mem, desc, a, u, 100, 0, 0, 0) == -EINVAL,
+			"init: size 100 (not a power of two) refused");
+	tap_ok(virtq_init(vq, &mem, desc, a, u, 65535, 0, 0, 0) == -EINVAL,
+			"init: size 65535 refused");
+	tap_ok(virtq_init(vq, &mem, (struct vring_desc *)((uint8_t *)desc + 8), a, u, 4, 0, 0,
+			0) == -EFAULT, "init: misaligned descriptor table refused");
+	tap_ok(virtq_init(vq, &mem, desc, (struct vring_avail *)((uint8_t *)avail + 1), u, 4,
+			0, 0, 0) == -EFAULT, "init: misaligned avail ring refused");
+	tap_ok(virtq_init(vq, &mem, desc, a, (struct vring_used *)((uint8_t *)used + 2), 4,
+			0, 0, 0) == -EFAULT, "init: misaligned used ring refused");
+	tap_ok(virtq_init(vq, NULL, desc, a, u, 4, 0, 0, 0) == -EFAULT, "init: no memory refused");
+	tap_ok(virtq_init(vq, &mem, desc, a, u, VIRTQ_MAX_SIZE, 7, 9,
+			F_EVENT_IDX | F_INDIRECT) == 0 && vq->shadow_cap == VIRTQ_SHADOW_MAX &&
+			vq->last_avail_idx == 7 && vq->last_used_idx == 9 && vq->event_idx &&
+			vq->indirect && !vq->broken, "init: size 32768, indices and features kept");
+	tap_ok(virtq_init(vq, &mem, desc, a, u, 4, 0, 0, F_EVENT_IDX) == 0 &&
+			vq->shadow_cap == 4 && !vq->indirect,
+			"init: shadow capacity is the ring size");
+	free(vq);
+}
+
+static void test_basic(void)
+{
+	struct drv *d = drv_new(8, 0, 0);
+	struct virtq_chain c[8];
+	uint64_t hdr = gbuf(d, 44, 0x10), pay = gbuf(d, 100, 0x10 + 44), rx = gbuf(d, 4096, 0);
+	uint8_t buf[144], out[50];
+	unsigned int i;
+
+	set_desc(d->desc, 0, hdr, 44, NEXT, 3);
+	set_desc(d->desc, 3, pay, 100, 0, 0);
+	set_desc(d->desc, 5, rx, 4096, WRITE, 0);
+	post(d, 0);
+	post(d, 5);
+
+	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 2, "basic: two chains dequeued");
+	tap_ok(c[0].head == 0 && c[0].nr_readable == 2 && c[0].nr_pieces == 2 &&
+			c[0].readable_len == 144 && c[0].writable_len == 0,
+			"basic: tx chain has two readable pieces, 144 bytes");
+	tap_ok(c[0].pieces[0].addr == hva(hdr) && c[0].pieces[0].len == 44 &&
+			c[0].pieces[1].addr == hva(pay) && c[0].pieces[1].len == 100,
+			"basic: pieces point at the guest buffers");
+	tap_ok(virtq_chain_read(&c[0], 0, buf, 144) == 144 && check_bytes(buf, 144, 0x10),
+			"basic: chain_read of the whole chain");
+	tap_ok(virtq_chain_read(&c[0], 40, buf, 10) == 10 && check_bytes(buf, 10, 0x10 + 40),
+			"basic: chain_read across the header/payload boundary");
+	tap_ok(virtq_chain_read(&c[0], 140, buf, 10) == 4 && check_bytes(buf, 4, 0x10 + 140),
+			"basic: chain_read past the end is short");
+	tap_ok(virtq_chain_write(&c[0], 0, buf, 1) == 0, "basic: no writable part to write");
+
+	tap_ok(c[1].head == 5 && c[1].nr_readable == 0 && c[1].nr_pieces == 1 &&
+			c[1].readable_len == 0 && c[1].writable_len == 4096,
+			"basic: rx chain has one writable piece");
+	for (i = 0; i < sizeof(out); i++)
+		out[i] = (uint8_t)(0x80 + i);
+	tap_ok(virtq_chain_write(&c[1], 100, out, 50) == 50 &&
+			check_bytes((uint8_t *)hva(rx) + 100, 50, 0x80),
+			"basic: chain_write lands at the offset");
+	tap_ok(virtq_chain_write(&c[1], 4090, out, 50) == 6, "basic: chain_write stops at the end");
+	tap_ok(virtq_chain_read(&c[1], 0, buf, 1) == 0, "basic: no readable part to read");
+
+	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 0 && d->vq.last_avail_idx == 2,
+			"basic: nothing more to dequeue");
+
+	d->used->ring[2].id = htole32(0xdeadbeef);
+	virtq_complete(&d->vq, 5, 150);
+	virtq_complete(&d->vq, 0, 0);
+	tap_ok(used_idx(d) == 0 && d->vq.stats.used_idx_stores == 0,
+			"shadow: completions invisible before the flush");
+	virtq_flush(&d->vq);
+	tap_ok(used_idx(d) == 2 && d->vq.stats.used_idx_stores == 1 && d->vq.last_used_idx == 2,
+			"shadow: one used->idx store publishes both");
+	tap_ok(le32toh(d->used->ring[0].id) == 5 && le32toh(d->used->ring[0].len) == 150 &&
+			le32toh(d->used->ring[1].id) == 0 && le32toh(d->used->ring[1].len) == 0,
+			"shadow: used entries carry head and length in order");
+	tap_ok(le32toh(d->used->ring[2].id) == 0xdeadbeef, "shadow: the next slot untouched");
+	virtq_flush(&d->vq);
+	tap_ok(d->vq.stats.used_idx_stores == 1, "shadow: empty flush stores nothing");
+	tap_ok(d->vq.stats.dequeued == 2 && d->vq.stats.completed == 2,
+			"counters: dequeued and completed");
+
+	virtq_complete(&d->vq, 8, 1);
+	tap_ok(d->vq.shadow_count == 0 && d->vq.stats.errors[VIRTQ_ERR_USED_ID] == 1 &&
+			!d->vq.broken, "complete: head >= size dropped and counted");
+	drv_free(d);
+}
+
+/* Free-running indices that wrap 65535 -> 0 in the middle of a burst. */
+static void test_wrap(void)
+{
+	struct drv *d = drv_new(8, 65533, 0);
+	struct virtq_chain c[8];
+	uint16_t i, n;
+	int ok = 1;
+
+	for (i = 0; i < 8; i++)
+		d->used->ring[i].id = htole32(0xdeadbeef);
+	for (i = 0; i < 6; i++) {
+		set_desc(d->desc, i, gbuf(d, 16, i), 16, 0, 0);
+		post(d, i);
+	}
+	tap_ok(le16toh(d->avail->idx) == 3, "wrap: avail->idx wrapped to 3");
+	n = virtq_dequeue_burst(&d->vq, c, 8);
+	for (i = 0; i < n; i++)
+		ok &= c[i].head == i && c[i].readable_len == 16;
+	tap_ok(n == 6 && ok && d->vq.last_avail_idx == 3,
+			"wrap: six chains across the 16-bit wrap, in order");
+	for (i = 0; i < 6; i++)
+		virtq_complete(&d->vq, c[i].head, 10u * i + 1);
+	tap_ok(used_idx(d) == 65533, "wrap: used->idx untouched before the flush");
+	virtq_flush(&d->vq);
+	tap_ok(used_idx(d) == 3 && d->vq.stats.used_idx_stores == 1,
+			"wrap: one store moves used->idx 65533 -> 3");
+	/* Slots 5, 6, 7 then 0, 1, 2: the copy is split at the ring's end. */
+	for (i = 0; i < 6; i++) {
+		const struct vring_used_elem *e = &d->used->ring[(65533 + i) & 7];
+
+		ok &= le32toh(e->id) == i && le32toh(e->len) == 10u * i + 1;
+	}
+	tap_ok(ok, "wrap: used entries in slots 5,6,7,0,1,2");
+	tap_ok(le32toh(d->used->ring[3].id) == 0xdeadbeef &&
+			le32toh(d->used->ring[4].id) == 0xdeadbeef,
+			"wrap: slots 3 and 4 untouched");
+	drv_free(d);
+}
+
+static void test_shadow_full(void)
+{
+	struct drv *d = drv_new(8, 100, 0);
+	uint16_t i;
+
+	for (i = 0; i < 7; i++)
+		virtq_complete(&d->vq, i, i);
+	tap_ok(used_idx(d) == 100 && d->vq.stats.used_idx_stores == 0,
+			"shadow: 7 of 8 entries stay in the shadow");
+	virtq_complete(&d->vq, 7, 7);
+	tap_ok(used_idx(d) == 108 && d->vq.stats.used_idx_stores == 1 && d->vq.shadow_count == 0,
+			"shadow: the 8th entry (ring size) forces one flush");
+	tap_ok(le32toh(d->used->ring[(100 + 7) & 7].id) == 7, "shadow: last entry in its slot");
+
+	virtq_complete(&d->vq, 1, 1);
+	virtq_complete(&d->vq, 2, 2);
+	virtq_set_per_entry_publish(&d->vq, true);
+	tap_ok(used_idx(d) == 110 && d->vq.stats.used_idx_stores == 2,
+			"per-entry: switching on flushes what was pending");
+	for (i = 0; i < 3; i++) {
+		virtq_complete(&d->vq, i, 0);
+		if (used_idx(d) != 111 + i)
+			break;
+	}
+	tap_ok(i == 3 && d->vq.stats.used_idx_stores == 5,
+			"per-entry: each completion is one used->idx store");
+	drv_free(d);
+}
+
+static void test_burst_and_unget(void)
+{
+	struct drv *d = drv_new(64, 65500, 0);
+	struct virtq_chain *c = xalloc(64, sizeof(*c) * 64);
+	uint16_t i, n;
+	int ok = 1;
+
+	for (i = 0; i < 40; i++) {
+		set_desc(d->desc, i, gbuf(d, 8, i), 8, 0, 0);
+		post(d, i);
+	}
+	n = virtq_dequeue_burst(&d->vq, c, 2);
+	tap_ok(n == 2 && c[0].head == 0 && c[1].head == 1, "burst: max 2 honoured");
+	n = virtq_dequeue_burst(&d->vq, c, 64);
+	for (i = 0; i < n; i++)
+		ok &= c[i].head == i + 2;
+	tap_ok(n == 38 && ok, "burst: 38 more in one call (more than one prefetch batch)");
+
+	tap_ok(virtq_unget(&d->vq, 3) == 3 && d->vq.last_avail_idx == (uint16_t)(65500 + 37),
+			"unget: three chains given back");
+	n = virtq_dequeue_burst(&d->vq, c, 64);
+	tap_ok(n == 3 && c[0].head == 37 && c[1].head == 38 && c[2].head == 39,
+			"unget: the same chains come again, in order");
+	tap_ok(virtq_unget(&d->vq, 10) == 3, "unget: clamped to the last dequeue");
+	tap_ok(virtq_unget(&d->vq, 1) == 0, "unget: nothing left to give back");
+	tap_ok(d->vq.stats.ungot == 6 && d->vq.stats.dequeued == 43, "unget: counters");
+	free(c);
+	drv_free(d);
+}
+
+static void test_indirect(void)
+{
+	struct drv *d = drv_new(8, 0, F_INDIRECT);
+	struct virtq_chain c[4];
+	struct vring_desc t[3];
+	uint64_t hdr = gbuf(d, 44, 1), pay = gbuf(d, 20, 45), rx = gbuf(d, 64, 0);
+	uint64_t tgpa = R1_GPA + 0x100;
+	uint8_t buf[64];
+
+	/* Table order 0 -> 2 -> 1: next pointers index the table, not the ring. */
+	set_desc(t, 0, hdr, 44, NEXT, 2);
+	set_desc(t, 2, pay, 20, NEXT, 1);
+	set_desc(t, 1, rx, 64, WRITE, 0);
+	memcpy(hva(tgpa), t, sizeof(t));
+	/* WRITE on the indirect descriptor itself must be ignored (spec). */
+	set_desc(d->desc, 4, tgpa, sizeof(t), INDIR | WRITE, 0);
+	post(d, 4);
+	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].head == 4 &&
+			c[0].nr_readable == 2 && c[0].nr_pieces == 3 &&
+			c[0].readable_len == 64 && c[0].writable_len == 64,
+			"indirect: table walked, 2 readable + 1 writable");
+	tap_ok(c[0].pieces[2].addr == hva(rx) && virtq_chain_read(&c[0], 0, buf, 64) == 64 &&
+			check_bytes(buf, 64, 1), "indirect: bytes readable through the pieces");
+
+	/* A direct header followed by an indirect table (no NEXT on it). */
+	set_desc(t, 0, rx, 64, WRITE, 0);
+	memcpy(hva(tgpa), t, sizeof(t[0]));
+	set_desc(d->desc, 1, hdr, 44, NEXT, 2);
+	set_desc(d->desc, 2, tgpa, 16, INDIR, 0);
+	post(d, 1);
+	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].nr_readable == 1 &&
+			c[0].nr_pieces == 2 && c[0].readable_len == 44 && c[0].writable_len == 64,
+			"indirect: direct descriptor chained to a table");
+
+	/* A table straddling the R0|R1 boundary: descriptor 1 is cut in half. */
+	{
+		struct guest_mem_piece p[2];
+		uint8_t flat[sizeof(t)];
+		uint64_t sgpa = R1_GPA - 24;
+
+		set_desc(t, 0, hdr, 10, NEXT, 1);
+		set_desc(t, 1, pay, 20, NEXT, 2);
+		set_desc(t, 2, rx, 30, WRITE, 0);
+		memcpy(flat, t, sizeof(t));
+		if (guest_mem_translate(&mem, sgpa, sizeof(t), p, 2) != 2)
+			abort();
+		memcpy(p[0].addr, flat, p[0].len);
+		memcpy(p[1].addr, flat + p[0].len, p[1].len);
+		set_desc(d->desc, 0, sgpa, sizeof(t), INDIR, 0);
+		post(d, 0);
+		tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].readable_len == 30 &&
+				c[0].writable_len == 30 && c[0].nr_pieces == 3 &&
+				c[0].pieces[1].addr == hva(pay),
+				"indirect: table split across two regions walked");
+	}
+
+	/* A buffer crossing the R0|R1 boundary becomes two pieces. */
+	{
+		uint8_t *a = hva(R1_GPA - 10), *b = hva(R1_GPA);
+		unsigned int i;
+
+		for (i = 0; i < 10; i++)
+			a[i] = (uint8_t)(0x40 + i);
+		for (i = 0; i < 20; i++)
+			b[i] = (uint8_t)(0x40 + 10 + i);
+		set_desc(d->desc, 6, R1_GPA - 10, 30, 0, 0);
+		post(d, 6);
+		tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].nr_pieces == 2 &&
+				c[0].pieces[0].len == 10 && c[0].pieces[1].len == 20 &&
+				virtq_chain_read(&c[0], 0, buf, 30) == 30 &&
+				check_bytes(buf, 30, 0x40),
+				"split buffer: two pieces, bytes in order");
+	}
+	tap_ok(!d->vq.broken, "indirect: queue still healthy");
+	drv_free(d);
+}
+
+/* Post one chain built by fn into a fresh queue; expect it to break with err. */
+static void expect_broken(uint64_t features, void (*fn)(struct drv *), enum virtq_err err,
+		const char *what)
+{
+	struct drv *d = drv_new(8, 0, features);
+	struct virtq_chain c[4];
+	uint16_t n;
+
+	fn(d);
+	n = virtq_dequeue_burst(&d->vq, c, 4);
+	tap_ok(n == 0 && d->vq.broken && d->vq.broken_reason == err &&
+			d->vq.stats.errors[err] == 1 && d->vq.last_avail_idx == 0 &&
+			virtq_dequeue_burst(&d->vq, c, 4) == 0,
+			"broken: %s -> %s (got %s, n=%u)", what, virtq_err_str(err),
+			virtq_err_str(d->vq.broken_reason), n);
+	drv_free(d);
+}
+
+static void b_avail_jump(struct drv *d)
+{
+	d->avail->idx = htole16(d->size + 1);
+}
+
+static void b_avail_back(struct drv *d)
+{
+	d->avail->idx = htole16(0xffff);
+}
+
+static void b_head(struct drv *d)
+{
+	post(d, 8);
+}
+
+static void b_head_max(struct drv *d)
+{
+	post(d, 0xffff);
+}
+
+static void b_next(struct drv *d)
+{
+	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, NEXT, 8);
+	post(d, 0);
+}
+
+static void b_loop(struct drv *d)
+{
+	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, NEXT, 1);
+	set_desc(d->desc, 1, gbuf(d, 8, 0), 8, NEXT, 0);
+	post(d, 0);
+}
+
+static void b_self_loop(struct drv *d)
+{
+	set_desc(d->desc, 3, gbuf(d, 8, 0), 8, NEXT, 3);
+	post(d, 3);
+}
+
+/* An indirect table of n entries at the end of R1 (ASan guards what follows). */
+static struct vring_desc *table_at_end(struct drv *d, unsigned int n, uint16_t ring_slot)
+{
+	uint64_t gpa = R1_GPA + R1_SIZE - n * sizeof(struct vring_desc);
+
+	set_desc(d->desc, ring_slot, gpa, n * sizeof(struct vring_desc), INDIR, 0);
+	return hva(gpa);
+}
+
+static void b_ind_loop(struct drv *d)
+{
+	struct vring_desc *t = table_at_end(d, 2, 0);
+
+	set_desc(t, 0, gbuf(d, 8, 0), 8, NEXT, 1);
+	set_desc(t, 1, gbuf(d, 8, 0), 8, NEXT, 0);
+	post(d, 0);
+}
+
+static void b_ind_next(struct drv *d)
+{
+	struct vring_desc *t = table_at_end(d, 2, 0);
+
+	set_desc(t, 0, gbuf(d, 8, 0), 8, NEXT, 2);
+	post(d, 0);
+}
+
+static void b_ind_nested(struct drv *d)
+{
+	struct vring_desc *t = table_at_end(d, 1, 0);
+
+	set_desc(t, 0, R0_GPA, 16, INDIR, 0);
+	post(d, 0);
+}
+
+static void b_ind_with_next(struct drv *d)
+{
+	table_at_end(d, 1, 0);
+	d->desc[0].flags = htole16(INDIR | NEXT);
+	d->desc[0].next = htole16(1);
+	set_desc(d->desc, 1, gbuf(d, 8, 0), 8, 0, 0);
+	post(d, 0);
+}
+
+static void b_ind_len0(struct drv *d)
+{
+	set_desc(d->desc, 0, R1_GPA, 0, INDIR, 0);
+	post(d, 0);
+}
+
+static void b_ind_len24(struct drv *d)
+{
+	set_desc(d->desc, 0, R1_GPA, 24, INDIR, 0);
+	post(d, 0);
+}
+
+static void b_ind_outside(struct drv *d)
+{
+	set_desc(d->desc, 0, GAP_GPA, 32, INDIR, 0);
+	post(d, 0);
+}
+
+static void b_ind_past_end(struct drv *d)
+{
+	set_desc(d->desc, 0, R1_GPA + R1_SIZE - 16, 32, INDIR, 0);
+	post(d, 0);
+}
+
+static void b_ind_unnegotiated(struct drv *d)
+{
+	struct vring_desc *t = table_at_end(d, 1, 0);
+
+	set_desc(t, 0, gbuf(d, 8, 0), 8, 0, 0);
+	post(d, 0);
+}
+
+static void b_ind_pieces(struct drv *d)
+{
+	struct vring_desc *t = table_at_end(d, VIRTQ_CHAIN_MAX_PIECES + 1, 0);
+	uint64_t b = gbuf(d, 1, 0);
+	uint16_t i;
+
+	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
+		set_desc(t, i, b, 1, i < VIRTQ_CHAIN_MAX_PIECES ? NEXT : 0, i + 1);
+	post(d, 0);
+}
+
+static void b_addr_outside(struct drv *d)
+{
+	set_desc(d->desc, 0, GAP_GPA, 8, 0, 0);
+	post(d, 0);
+}
+
+static void b_addr_past_end(struct drv *d)
+{
+	set_desc(d->desc, 0, R1_GPA + R1_SIZE - 4, 8, 0, 0);
+	post(d, 0);
+}
+
+static void b_len0(struct drv *d)
+{
+	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, NEXT, 1);
+	set_desc(d->desc, 1, R0_GPA, 0, WRITE, 0);
+	post(d, 0);
+}
+
+static void b_len_4g_small(struct drv *d)
+{
+	set_desc(d->desc, 0, R0_GPA, UINT32_MAX, 0, 0);
+	post(d, 0);
+}
+
+static void b_len_4g_total(struct drv *d)
+{
+	set_desc(d->desc, 0, BIG_GPA, UINT32_MAX, NEXT, 1);
+	set_desc(d->desc, 1, BIG_GPA, 1, 0, 0);
+	post(d, 0);
+}
+
+static void b_len_4g_writable(struct drv *d)
+{
+	set_desc(d->desc, 0, BIG_GPA, 0x80000000u, WRITE | NEXT, 1);
+	set_desc(d->desc, 1, BIG_GPA, 0x80000000u, WRITE, 0);
+	post(d, 0);
+}
+
+static void b_order(struct drv *d)
+{
+	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, WRITE | NEXT, 1);
+	set_desc(d->desc, 1, gbuf(d, 8, 0), 8, 0, 0);
+	post(d, 0);
+}
+
+static void test_broken(void)
+{
+	expect_broken(0, b_avail_jump, VIRTQ_ERR_AVAIL_IDX, "avail->idx ahead by size + 1");
+	expect_broken(0, b_avail_back, VIRTQ_ERR_AVAIL_IDX, "avail->idx moved backwards");
+	expect_broken(0, b_head, VIRTQ_ERR_HEAD, "head == size");
+	expect_broken(0, b_head_max, VIRTQ_ERR_HEAD, "head 0xffff");
+	expect_broken(0, b_next, VIRTQ_ERR_NEXT, "next == size");
+	expect_broken(0, b_loop, VIRTQ_ERR_LOOP, "direct loop 0 -> 1 -> 0");
+	expect_broken(0, b_self_loop, VIRTQ_ERR_LOOP, "descriptor pointing at itself");
+	expect_broken(F_INDIRECT, b_ind_loop, VIRTQ_ERR_LOOP, "loop inside an indirect table");
+	expect_broken(F_INDIRECT, b_ind_next, VIRTQ_ERR_NEXT, "next beyond the indirect table");
+	expect_broken(F_INDIRECT, b_ind_nested, VIRTQ_ERR_INDIRECT_NESTED, "indirect in indirect");
+	expect_broken(F_INDIRECT, b_ind_with_next, VIRTQ_ERR_INDIRECT_NEXT,
+			"indirect descriptor with NEXT");
+	expect_broken(F_INDIRECT, b_ind_len0, VIRTQ_ERR_INDIRECT_LEN, "indirect length 0");
+	expect_broken(F_INDIRECT, b_ind_len24, VIRTQ_ERR_INDIRECT_LEN, "indirect length 24");
+	expect_broken(F_INDIRECT, b_ind_outside, VIRTQ_ERR_INDIRECT_ADDR,
+			"indirect table outside memory");
+	expect_broken(F_INDIRECT, b_ind_past_end, VIRTQ_ERR_INDIRECT_ADDR,
+			"indirect table running off the end of memory");
+	expect_broken(0, b_ind_unnegotiated, VIRTQ_ERR_INDIRECT_FEATURE,
+			"indirect without the feature");
+	expect_broken(F_INDIRECT, b_ind_pieces, VIRTQ_ERR_PIECES, "65 buffers in one chain");
+	expect_broken(0, b_addr_outside, VIRTQ_ERR_DESC_ADDR, "buffer outside memory");
+	expect_broken(0, b_addr_past_end, VIRTQ_ERR_DESC_ADDR, "buffer running off the end");
+	expect_broken(0, b_len0, VIRTQ_ERR_DESC_LEN, "zero-length buffer");
+	expect_broken(0, b_len_4g_small, VIRTQ_ERR_DESC_ADDR, "4 GiB - 1 buffer in 64 KiB");
+	expect_broken(0, b_len_4g_total, VIRTQ_ERR_CHAIN_LEN, "readable total of 4 GiB");
+	expect_broken(0, b_len_4g_writable, VIRTQ_ERR_CHAIN_LEN, "writable total of 4 GiB");
+	expect_broken(0, b_order, VIRTQ_ERR_DESC_ORDER, "readable after writable");
+}
+
+static void test_big_ok(void)
+{
+	struct drv *d = drv_new(8, 0, 0);
+	struct virtq_chain c[1];
+
+	set_desc(d->desc, 0, BIG_GPA, UINT32_MAX, 0, 0);
+	post(d, 0);
+	tap_ok(virtq_dequeue_burst(&d->vq, c, 1) == 1 && c[0].readable_len == UINT32_MAX &&
+			c[0].pieces[0].addr == big, "4 GiB - 1 buffer inside memory accepted");
+	drv_free(d);
+}
+
+static void test_partial_burst(void)
+{
+	struct drv *d = drv_new(8, 0, 0);
+	struct virtq_chain c[4];
+
+	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, 0, 0);
+	set_desc(d->desc, 1, gbuf(d, 8, 0), 8, 0, 0);
+	post(d, 0);
+	post(d, 1);
+	post(d, 9);
+	post(d, 0);
+	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 2 && c[0].head == 0 && c[1].head == 1 &&
+			d->vq.broken && d->vq.broken_reason == VIRTQ_ERR_HEAD &&
+			d->vq.last_avail_idx == 2,
+			"partial: the two good chains before a bad head are returned");
+	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 0, "partial: then nothing");
+	virtq_complete(&d->vq, 0, 0);
+	virtq_complete(&d->vq, 1, 0);
+	virtq_flush(&d->vq);
+	tap_ok(used_idx(d) == 2, "partial: the good chains can still be completed");
+	drv_free(d);
+}
+
+static void publish(struct drv *d, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		virtq_complete(&d->vq, 0, 0);
+	virtq_flush(&d->vq);
+}
+
+static void test_event_idx(void)
+{
+	struct drv *d = drv_new(8, 0, F_EVENT_IDX);
+	unsigned int i;
+
+	publish(d, 1);
+	tap_ok(virtq_should_notify(&d->vq), "event_idx: first decision notifies");
+	tap_ok(!virtq_should_notify(&d->vq), "event_idx: nothing new, no notify");
+	set_used_event(d, 1);
+	publish(d, 2);
+	tap_ok(virtq_should_notify(&d->vq), "event_idx: 1 -> 3 passes used_event 1");
+	set_used_event(d, 10);
+	publish(d, 2);
+	tap_ok(!virtq_should_notify(&d->vq), "event_idx: 3 -> 5 does not reach used_event 10");
+	publish(d, 6);
+	tap_ok(virtq_should_notify(&d->vq), "event_idx: 5 -> 11 passes used_event 10");
+	tap_ok(d->vq.stats.notify_yes == 3 && d->vq.stats.notify_no == 2,
+			"event_idx: decisions counted");
+	drv_free(d);
+
+	d = drv_new(8, 65530, F_EVENT_IDX);
+	publish(d, 1);
+	virtq_should_notify(&d->vq);
+	set_used_event(d, 65535);
+	publish(d, 4);
+	tap_ok(!virtq_should_notify(&d->vq), "event_idx wrap: 65531 -> 65535 not past 65535");
+	publish(d, 2);
+	tap_ok(virtq_should_notify(&d->vq), "event_idx wrap: 65535 -> 1 passes 65535");
+	set_used_event(d, 3);
+	publish(d, 1);
+	tap_ok(!virtq_should_notify(&d->vq), "event_idx wrap: 1 -> 2 not past 3");
+	drv_free(d);
+
+	/* 65536 entries published with no decision in between: the guard must fire. */
+	d = drv_new(1024, 100, F_EVENT_IDX);
+	publish(d, 1);
+	virtq_should_notify(&d->vq);
+	set_used_event(d, 101 + 30000);
+	for (i = 0; i < 64; i++)
+		publish(d, 1024);
+	tap_ok(d->vq.last_used_idx == 101 && !d->vq.signalled_used_valid,
+			"event_idx guard: a full 16-bit lap invalidates signalled_used");
+	tap_ok(virtq_should_notify(&d->vq), "event_idx guard: then the guest is notified");
+	drv_free(d);
+}
+
+static void test_no_event_idx(void)
+{
+	struct drv *d = drv_new(8, 0, 0);
+	uint16_t avail_event;
+
+	d->avail->flags = htole16(VRING_AVAIL_F_NO_INTERRUPT);
+	publish(d, 1);
+	tap_ok(!virtq_should_notify(&d->vq), "flags: NO_INTERRUPT honoured");
+	d->avail->flags = 0;
+	tap_ok(!virtq_should_notify(&d->vq), "flags: nothing new since, no notify");
+	publish(d, 1);
+	tap_ok(virtq_should_notify(&d->vq), "flags: interrupts wanted, notify");
+	tap_ok(d->vq.stats.notify_yes == 1 && d->vq.stats.notify_no == 2, "flags: counted");
+	virtq_disable_guest_kicks(&d->vq);
+	tap_ok(le16toh(d->used->flags) == VRING_USED_F_NO_NOTIFY, "kicks: NO_NOTIFY set");
+	drv_free(d);
+
+	d = drv_new(8, 500, F_EVENT_IDX);
+	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, 0, 0);
+	post(d, 0);
+	post(d, 0);
+	post(d, 0);
+	{
+		struct virtq_chain c[3];
+
+		virtq_dequeue_burst(&d->vq, c, 3);
+	}
+	virtq_disable_guest_kicks(&d->vq);
+	memcpy(&avail_event, &d->used->ring[8], sizeof(avail_event));
+	tap_ok(le16toh(avail_event) == 502 &&
+			le16toh(d->used->flags) == VRING_USED_F_NO_NOTIFY,
+			"kicks: avail_event one behind what was consumed (502)");
+	drv_free(d);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* A guest address likely to hit an edge: region ends, the gap, the table area. */
+static uint64_t rnd_addr(void)
+{
+	static const uint64_t base[] = {
+		R0_GPA, R1_GPA - 8, R1_GPA + R1_SIZE - 256, R1_GPA + R1_SIZE - 8, GAP_GPA,
+		BIG_GPA + BIG_SIZE - 16, 0,
+	};
+	uint64_t r = rnd();
+
+	if (r % 8 == 7)
+		return rnd();
+	return base[r % 7] + (rnd() % 32);
+}
+
+static uint32_t rnd_len(void)
+{
+	static const uint32_t lens[] = { 0, 1, 16, 32, 44, 48, 4096, UINT32_MAX };
+
+	return lens[rnd() % 8] + (rnd() % 4 == 0 ? (uint32_t)(rnd() % 64) : 0);
+}
+
+static void rnd_descs(struct vring_desc *t, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		set_desc(t, i, rnd_addr(), rnd_len(), rnd() % 8, rnd() % (n + 2));
+}
+
+static int in_memory(const struct guest_mem_piece *p)
+{
+	unsigned int i;
+
+	for (i = 0; i < mem.nregions; i++) {
+		uint64_t a = (uintptr_t)p->addr, h = mem.regions[i].hva;
+
+		if (a >= h && p->len <= mem.regions[i].size - (a - h))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Random rings (random descriptors, indirect tables, heads and indices):
+ * a chain either comes out consistent and inside guest memory or the queue
+ * breaks; under ASan any read outside the rings or regions aborts the test.
+ */
+static void test_random(void)
+{
+	struct drv *d = drv_new(8, 0, F_INDIRECT);
+	struct virtq_chain c[8];
+	unsigned int iter, good = 0, broken = 0, bad = 0;
+
+	for (iter = 0; iter < 20000; iter++) {
+		uint16_t start = rnd(), n, i, j;
+
+		rnd_descs(d->desc, 8);
+		rnd_descs(hva(R1_GPA + R1_SIZE - 256), 16);
+		for (i = 0; i < 8; i++)
+			d->avail->ring[i] = htole16(rnd() % 4 == 0 ? rnd() : rnd() % 8);
+		d->avail->idx = htole16(start + rnd() % 10);
+		if (virtq_init(&d->vq, &mem, d->desc, d->avail, d->used, 8, start, start,
+				F_INDIRECT) != 0)
+			abort();
+		n = virtq_dequeue_burst(&d->vq, c, 8);
+		broken += d->vq.broken;
+		for (i = 0; i < n; i++) {
+			uint64_t rl = 0, wl = 0;
+
+			good++;
+			if (c[i].head >= 8 || c[i].nr_readable > c[i].nr_pieces ||
+					c[i].nr_pieces > VIRTQ_CHAIN_MAX_PIECES ||
+					c[i].nr_pieces == 0)
+				bad++;
+			for (j = 0; j < c[i].nr_pieces && j < VIRTQ_CHAIN_MAX_PIECES; j++) {
+				if (!in_memory(&c[i].pieces[j]) || c[i].pieces[j].len == 0)
+					bad++;
+				if (j < c[i].nr_readable)
+					rl += c[i].pieces[j].len;
+				else
+					wl += c[i].pieces[j].len;
+			}
+			if (rl != c[i].readable_len || wl != c[i].writable_len)
+				bad++;
+		}
+	}
+	tap_diag("random rings: %u chains accepted, %u queues broken", good, broken);
+	tap_ok(bad == 0 && good > 0 && broken > 0,
+			"random rings: every accepted chain consistent and inside memory");
+	drv_free(d);
+}
+
+static void test_names(void)
+{
+	unsigned int i, j;
+	int distinct = 1;
+
+	for (i = 0; i < VIRTQ_ERR_MAX; i++)
+		for (j = 0; j < i; j++)
+			if (strcmp(virtq_err_str(i), virtq_err_str(j)) == 0 ||
+					strcmp(virtq_err_str(i), "unknown") == 0)
+				distinct = 0;
+	tap_ok(distinct, "every error kind has its own name");
+}
+
+int main(void)
+{
+	struct guest_mem_region r[3];
+
+	r0 = xalloc(4096, R0_SIZE);
+	r1 = xalloc(4096, R1_SIZE);
+	big = mmap(NULL, BIG_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (big == MAP_FAILED)
+		return EXIT_FAILURE;
+	r[0] = (struct guest_mem_region){ R0_GPA, R0_SIZE, (uintptr_t)r0 };
+	r[1] = (struct guest_mem_region){ R1_GPA, R1_SIZE, (uintptr_t)r1 };
+	r[2] = (struct guest_mem_region){ BIG_GPA, BIG_SIZE, (uintptr_t)big };
+	if (guest_mem_init(&mem, r, 3) != 0)
+		return EXIT_FAILURE;
+
+	test_init();
+	test_basic();
+	test_wrap();
+	test_shadow_full();
+	test_burst_and_unget();
+	test_indirect();
+	test_broken();
+	test_big_ok();
+	test_partial_burst();
+	test_event_idx();
+	test_no_event_idx();
+	test_random();
+	test_names();
+
+	munmap(big, BIG_SIZE);
+	free(r0);
+	free(r1);
+	return tap_done();
+}
