@@ -1,0 +1,1456 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vsock connections of one device, bridged to host Unix sockets (hybrid vsock).
+ *
+ * Data flows one way in each direction:
+ * - guest -> host: conn_from_guest() writes payload straight to the host socket while it takes
+ *   it; the rest waits in the connection's txq (mbufs) for EPOLLOUT. Our fwd_cnt counts bytes
+ *   handed to the host socket, so the guest's credit only comes back as the host consumes.
+ * - host -> guest: conn_poll_host() reads a host socket into the connection's rxq only up to
+ *   the guest's credit, and conn_to_guest() hands rxq bytes out one rx buffer at a time.
+ *
+ * Work is driven by lists, never by scanning the table: the ctl list (replies owed to the
+ * guest), the data list (rxq bytes and guest credit), the work list (host socket events to
+ * serve) and the timer list (one timeout value, so appending keeps it sorted).
+ * Host sockets are registered edge-triggered once; READABLE/WRITABLE remember an edge that
+ * could not be served yet (no credit, no mbuf) until the obstacle goes away.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_hash.h>
+#include <rte_jhash.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include "conn.h"
+#include "ep_uds.h"
+
+#define HOST_CID 2u	/* VMADDR_CID_HOST */
+
+/* Host ports we hand out for host -> guest connections, as Firecracker: [2^30, 2^31). */
+#define HOST_PORT_FIRST (1u << 30)
+#define HOST_PORT_SPAN (1u << 30)
+
+/* RSTs for packets without a connection, waiting for a guest rx buffer. */
+#define RST_RING_SIZE 256
+
+/* Host -> guest bytes queued per connection: guest credit bounds it too. */
+#define RXQ_MAX (64u * 1024)
+/* One read from a host socket; SEQPACKET messages up to this size (larger ones reset). */
+#define READ_CHUNK (64u * 1024)
+
+/* epoll events taken per conn_poll_host() call. */
+#define EVENTS_MAX 64
+
+/* mbuf->packet_type of our queue mbufs (they never meet a NIC): SEQPACKET message ends here. */
+#define MB_EOM VIRTIO_VSOCK_SEQ_EOM
+#define MB_EOR VIRTIO_VSOCK_SEQ_EOR
+
+enum conn_state {
+	CS_FREE,
+	CS_LINE,	/* host connected, CONNECT line being read; not hashed yet */
+	CS_REQUEST,	/* REQUEST owed/sent to the guest for a host CONNECT */
+	CS_ESTABLISHED,
+	CS_CLOSING,	/* we sent SHUTDOWN RCV|SEND, host socket closed; waiting for guest RST */
+	CS_DEAD,	/* RST owed to the guest; freed once it is written */
+};
+
+/* Replies owed to the guest (conn.ctl_pending), emitted in this order of bits. */
+#define CTL_RST		(1u << 0)
+#define CTL_REQUEST	(1u << 1)
+#define CTL_RESPONSE	(1u << 2)
+#define CTL_SHUTDOWN	(1u << 3)
+#define CTL_CREDIT	(1u << 4)
+
+/* conn.host: what the host socket last told us. */
+#define H_READABLE	(1u << 0)
+#define H_WRITABLE	(1u << 1)
+#define H_EOF		(1u << 2)	/* read returned end of stream */
+#define H_HUP		(1u << 3)	/* both directions shut: nothing can be written either */
+#define H_RDHUP		(1u << 4)
+#define H_WR_SHUT	(1u << 5)	/* we did shutdown(SHUT_WR) */
+
+/* conn.lists: list membership. */
+#define L_WORK	(1u << 0)
+#define L_CTL	(1u << 1)
+#define L_DATA	(1u << 2)
+#define L_TIMER	(1u << 3)
+
+struct conn_key {
+	uint32_t guest_port;
+	uint32_t host_port;
+};
+
+struct mq {
+	struct rte_mbuf *head, *tail;
+	uint32_t bytes;
+};
+
+struct conn {
+	TAILQ_ENTRY(conn) work_link;
+	TAILQ_ENTRY(conn) ctl_link;
+	TAILQ_ENTRY(conn) data_link;
+	TAILQ_ENTRY(conn) timer_link;
+	uint64_t deadline;
+	struct mq txq;		/* guest -> host, waiting for the host socket */
+	struct mq rxq;		/* host -> guest, waiting for an rx buffer and credit */
+	int fd;
+	uint32_t gen;		/* bumped on free: stale epoll events are ignored */
+	uint32_t guest_port;
+	uint32_t host_port;
+	uint16_t type;
+	uint8_t state;
+	uint8_t lists;
+	uint8_t ctl_pending;
+	uint8_t shut_to_guest;	/* SHUTDOWN flags owed or sent to the guest */
+	uint8_t guest_shut;	/* SHUTDOWN flags received from the guest */
+	uint8_t host;
+	uint8_t stalled;	/* counted one credit stall, not over yet */
+	uint8_t hashed;
+	/* Our receive side (guest -> host). */
+	uint32_t rx_cnt;	/* bytes received from the guest */
+	uint32_t fwd_cnt;	/* of those, written to the host socket */
+	uint32_t fwd_sent;	/* fwd_cnt in our last header to the guest */
+	uint32_t tx_skip;	/* bytes of a packet written before it returned -EAGAIN */
+	/* The guest's receive side (host -> guest). */
+	uint32_t tx_cnt;	/* bytes sent to the guest */
+	uint32_t peer_buf_alloc;
+	uint32_t peer_fwd_cnt;
+	struct ep_uds_line line;
+};
+
+/* Idle cost per connection, beyond its queued mbufs. */
+_Static_assert(sizeof(struct conn) <= 256, "struct conn grew past 256 bytes");
+
+TAILQ_HEAD(conn_list, conn);
+
+struct rst_entry {
+	uint32_t guest_port;
+	uint32_t host_port;
+	uint16_t type;
+};
+
+struct conn_table {
+	struct conn_table_conf conf;
+	char uds_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct rte_hash *hash;
+	int epfd;
+	uint64_t timeout_tsc;
+	uint64_t now;		/* now_tsc of the current conn_poll_host() */
+	uint32_t room;		/* payload bytes per mbuf */
+	uint32_t next_port;	/* next host port offset for host -> guest connections */
+	uint32_t nb_used;
+	uint32_t nb_free;
+	uint32_t *free_idx;
+	struct conn *conns;
+	struct conn_list work, ctl, data, timers;
+	struct rst_entry rst[RST_RING_SIZE];
+	uint32_t rst_head, rst_count;
+	unsigned int scratch_n;
+	struct iovec *iov;		/* scratch: scratch_n entries */
+	struct rte_mbuf **mbufs;	/* scratch: scratch_n entries */
+	struct conn_stats stats;
+};
+
+static uint32_t conn_idx(const struct conn_table *t, const struct conn *c)
+{
+	return (uint32_t)(c - t->conns);
+}
+
+/* ---- small helpers over iovecs and mbuf queues ---- */
+
+static size_t iov_total(const struct iovec *iov, unsigned int cnt)
+{
+	size_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < cnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+/* Copy @len bytes starting @off bytes into @iov to @dst. */
+static void iov_read(void *dst, const struct iovec *iov, unsigned int cnt, size_t off,
+		     size_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < cnt && len; i++) {
+		size_t n;
+
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		n = RTE_MIN(iov[i].iov_len - off, len);
+		memcpy(dst, (const char *)iov[i].iov_base + off, n);
+		dst = (char *)dst + n;
+		len -= n;
+		off = 0;
+	}
+}
+
+/* Copy @len bytes from @src to @off bytes into @iov (the caller checked the room). */
+static void iov_write(const struct iovec *iov, unsigned int cnt, size_t off, const void *src,
+		      size_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < cnt && len; i++) {
+		size_t n;
+
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		n = RTE_MIN(iov[i].iov_len - off, len);
+		memcpy((char *)iov[i].iov_base + off, src, n);
+		src = (const char *)src + n;
+		len -= n;
+		off = 0;
+	}
+}
+
+/* Describe @len bytes from @off into @in with at most @max entries of @out; 0 if it needs more. */
+static unsigned int iov_slice(struct iovec *out, unsigned int max, const struct iovec *in,
+			      unsigned int cnt, size_t off, size_t len)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < cnt && len; i++) {
+		size_t l;
+
+		if (off >= in[i].iov_len) {
+			off -= in[i].iov_len;
+			continue;
+		}
+		if (n == max)
+			return 0;
+		l = RTE_MIN(in[i].iov_len - off, len);
+		out[n].iov_base = (char *)in[i].iov_base + off;
+		out[n].iov_len = l;
+		n++;
+		len -= l;
+		off = 0;
+	}
+	return n;
+}
+
+static void mq_push(struct mq *q, struct rte_mbuf *m)
+{
+	m->next = NULL;
+	if (q->tail)
+		q->tail->next = m;
+	else
+		q->head = m;
+	q->tail = m;
+	q->bytes += m->data_len;
+}
+
+/* Drop @n bytes (at most q->bytes) from the head of @q. */
+static void mq_consume(struct mq *q, uint32_t n)
+{
+	q->bytes -= n;
+	while (n) {
+		struct rte_mbuf *m = q->head;
+
+		if (n < m->data_len) {
+			m->data_off += n;
+			m->data_len -= n;
+			return;
+		}
+		n -= m->data_len;
+		q->head = m->next;
+		if (!q->head)
+			q->tail = NULL;
+		rte_pktmbuf_free_seg(m);
+	}
+}
+
+static void mq_free(struct mq *q)
+{
+	struct rte_mbuf *m = q->head, *next;
+
+	while (m) {
+		next = m->next;
+		rte_pktmbuf_free_seg(m);
+		m = next;
+	}
+	*q = (struct mq){ 0 };
+}
+
+/* ---- lists ---- */
+
+static void work_add(struct conn_table *t, struct conn *c)
+{
+	if (!(c->lists & L_WORK)) {
+		c->lists |= L_WORK;
+		TAILQ_INSERT_TAIL(&t->work, c, work_link);
+	}
+}
+
+static void ctl_add(struct conn_table *t, struct conn *c, uint8_t bit)
+{
+	c->ctl_pending |= bit;
+	if (!(c->lists & L_CTL)) {
+		c->lists |= L_CTL;
+		TAILQ_INSERT_TAIL(&t->ctl, c, ctl_link);
+	}
+}
+
+static void ctl_del(struct conn_table *t, struct conn *c)
+{
+	if (c->lists & L_CTL) {
+		c->lists &= ~L_CTL;
+		TAILQ_REMOVE(&t->ctl, c, ctl_link);
+	}
+}
+
+static void data_del(struct conn_table *t, struct conn *c)
+{
+	if (c->lists & L_DATA) {
+		c->lists &= ~L_DATA;
+		TAILQ_REMOVE(&t->data, c, data_link);
+	}
+}
+
+static void timer_del(struct conn_table *t, struct conn *c)
+{
+	if (c->lists & L_TIMER) {
+		c->lists &= ~L_TIMER;
+		TAILQ_REMOVE(&t->timers, c, timer_link);
+	}
+}
+
+/* Every timeout has the same length, so the tail always holds the latest deadline. */
+static void timer_set(struct conn_table *t, struct conn *c)
+{
+	timer_del(t, c);
+	c->deadline = t->now + t->timeout_tsc;
+	c->lists |= L_TIMER;
+	TAILQ_INSERT_TAIL(&t->timers, c, timer_link);
+}
+
+/* ---- credit ---- */
+
+/* Bytes the guest can still take: peer_buf_alloc - (tx_cnt - peer_fwd_cnt), never negative. */
+static uint32_t peer_credit(const struct conn *c)
+{
+	uint32_t in_flight = c->tx_cnt - c->peer_fwd_cnt;
+
+	return in_flight >= c->peer_buf_alloc ? 0 : c->peer_buf_alloc - in_flight;
+}
+
+/* Bytes of rxq the guest may be sent now. */
+static uint32_t sendable(const struct conn *c)
+{
+	return RTE_MIN(peer_credit(c), c->rxq.bytes);
+}
+
+/* Whether host_read() would read now: guest window open and room in rxq. */
+static bool can_read(const struct conn *c)
+{
+	uint32_t credit = peer_credit(c);
+
+	if (c->state != CS_ESTABLISHED || !(c->host & H_READABLE) || (c->host & H_EOF))
+		return false;
+	if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
+		return c->rxq.bytes == 0 && credit > 0;	/* one whole message at a time */
+	return credit > c->rxq.bytes && c->rxq.bytes < RXQ_MAX;
+}
+
+static void data_update(struct conn_table *t, struct conn *c)
+{
+	bool want = c->state == CS_ESTABLISHED && sendable(c) > 0;
+
+	if (want && !(c->lists & L_DATA)) {
+		c->lists |= L_DATA;
+		TAILQ_INSERT_TAIL(&t->data, c, data_link);
+	} else if (!want) {
+		data_del(t, c);
+	}
+}
+
+/*
+ * The guest stops sending when it believes our buffer is full, and it learns about freed space
+ * only from our headers. Tell it once half of what it believes it may send is gone and the host
+ * has taken something since our last header, so a sender never stalls on stale credit.
+ */
+static void credit_check(struct conn_table *t, struct conn *c)
+{
+	uint32_t believed_used = c->rx_cnt - c->fwd_sent;
+
+	if (c->fwd_cnt != c->fwd_sent && believed_used > t->conf.buf_alloc / 2 &&
+	    c->state == CS_ESTABLISHED)
+		ctl_add(t, c, CTL_CREDIT);
+}
+
+/* ---- connection life ---- */
+
+static struct conn *conn_alloc(struct conn_table *t, int fd)
+{
+	struct conn *c;
+	struct epoll_event ev;
+	uint32_t gen;
+
+	if (t->nb_free == 0)
+		return NULL;
+	c = &t->conns[t->free_idx[--t->nb_free]];
+	gen = c->gen;
+	memset(c, 0, sizeof(*c));
+	c->gen = gen;
+	c->fd = fd;
+	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+	ev.data.u64 = ((uint64_t)c->gen << 32) | (conn_idx(t, c) + 1);
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		t->free_idx[t->nb_free++] = conn_idx(t, c);
+		return NULL;
+	}
+	/* Edge-triggered: assume both ways ready until a syscall says otherwise. */
+	c->host = H_READABLE | H_WRITABLE;
+	t->nb_used++;
+	return c;
+}
+
+static int conn_hash(struct conn_table *t, struct conn *c)
+{
+	struct conn_key k = { .guest_port = c->guest_port, .host_port = c->host_port };
+	int ret = rte_hash_add_key_data(t->hash, &k, c);
+
+	if (ret == 0)
+		c->hashed = 1;
+	return ret;
+}
+
+static void close_fd(struct conn *c)
+{
+	if (c->fd >= 0) {
+		/* close() also removes it from the epoll set: we never dup these fds. */
+		close(c->fd);
+		c->fd = -1;
+	}
+}
+
+static void conn_free(struct conn_table *t, struct conn *c)
+{
+	if (c->hashed) {
+		struct conn_key k = { .guest_port = c->guest_port, .host_port = c->host_port };
+
+		rte_hash_del_key(t->hash, &k);
+	}
+	if (c->lists & L_WORK)
+		TAILQ_REMOVE(&t->work, c, work_link);
+	ctl_del(t, c);
+	data_del(t, c);
+	timer_del(t, c);
+	close_fd(c);
+	mq_free(&c->txq);
+	mq_free(&c->rxq);
+	c->state = CS_FREE;
+	c->lists = 0;
+	c->hashed = 0;
+	c->gen++;
+	t->free_idx[t->nb_free++] = conn_idx(t, c);
+	t->nb_used--;
+}
+
+/*
+ * End a connection with an RST to the guest: the host socket closes now, the slot lives on
+ * (CS_DEAD) until the RST is written so that the guest learns about it even when the stand-alone
+ * RST ring is full, and so that a late packet of this connection is not mistaken for a new one.
+ */
+static void conn_end(struct conn_table *t, struct conn *c)
+{
+	close_fd(c);
+	mq_free(&c->txq);
+	mq_free(&c->rxq);
+	data_del(t, c);
+	timer_del(t, c);
+	c->state = CS_DEAD;
+	c->ctl_pending = 0;
+	ctl_add(t, c, CTL_RST);
+}
+
+static void conn_reset(struct conn_table *t, struct conn *c, enum conn_err why)
+{
+	t->stats.proto_err[why]++;
+	t->stats.conns_reset++;
+	conn_end(t, c);
+}
+
+/* RST for a packet that has no connection (or must not get one). */
+static void rst_queue(struct conn_table *t, const struct vsock_hdr *h)
+{
+	struct rst_entry *e;
+
+	if (h->op == VIRTIO_VSOCK_OP_RST)
+		return;
+	if (t->rst_count == RST_RING_SIZE) {
+		t->stats.rst_dropped++;
+		return;
+	}
+	e = &t->rst[(t->rst_head + t->rst_count++) % RST_RING_SIZE];
+	e->guest_port = h->src_port;
+	e->host_port = h->dst_port;
+	e->type = h->type;
+}
+
+/* Tell the guest what the host side did, once the data before it is delivered. */
+static void host_shutdown_check(struct conn_table *t, struct conn *c)
+{
+	uint8_t want = 0, add;
+
+	if (c->state != CS_ESTABLISHED)
+		return;
+	if ((c->host & H_EOF) && c->rxq.bytes == 0)
+		want |= VIRTIO_VSOCK_SHUTDOWN_SEND;
+	if ((c->host & H_HUP) && (want & VIRTIO_VSOCK_SHUTDOWN_SEND))
+		want |= VIRTIO_VSOCK_SHUTDOWN_RCV;
+	add = want & ~c->shut_to_guest;
+	if (!add)
+		return;
+	c->shut_to_guest |= add;
+	ctl_add(t, c, CTL_SHUTDOWN);
+	if (c->shut_to_guest == (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND)) {
+		/* The host is gone both ways: only the guest's RST is left to wait for. */
+		c->state = CS_CLOSING;
+		close_fd(c);
+		mq_free(&c->txq);
+		timer_set(t, c);
+	}
+}
+
+/* The guest's SHUTDOWN flags, applied once the bytes queued before them reached the host. */
+static void guest_shutdown_apply(struct conn_table *t, struct conn *c)
+{
+	if (c->state != CS_ESTABLISHED || c->txq.bytes)
+		return;
+	if (c->guest_shut == (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND)) {
+		/* Guest close(): the host reads EOF, the guest gets the RST it waits for. */
+		t->stats.conns_closed++;
+		conn_end(t, c);
+		return;
+	}
+	if ((c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND) && !(c->host & H_WR_SHUT)) {
+		shutdown(c->fd, SHUT_WR);
+		c->host |= H_WR_SHUT;
+	}
+}
+
+/* ---- guest -> host ---- */
+
+/* Write queued guest bytes to the host socket. Returns false when the connection was reset. */
+static bool txq_flush(struct conn_table *t, struct conn *c)
+{
+	bool seq = c->type == VIRTIO_VSOCK_TYPE_SEQPACKET;
+
+	while (c->txq.bytes && (c->host & H_WRITABLE)) {
+		struct msghdr mh = { .msg_iov = t->iov };
+		struct rte_mbuf *m;
+		size_t want = 0;
+		ssize_t n;
+
+		bool whole = !seq;
+
+		for (m = c->txq.head; m && mh.msg_iovlen < t->scratch_n; m = m->next) {
+			t->iov[mh.msg_iovlen].iov_base = rte_pktmbuf_mtod(m, void *);
+			t->iov[mh.msg_iovlen++].iov_len = m->data_len;
+			want += m->data_len;
+			/* SEQPACKET: exactly one complete message per sendmsg(). */
+			if (m->packet_type & MB_EOM) {
+				whole = true;
+				break;
+			}
+		}
+		if (!whole)
+			break;	/* the rest of the message is still in the guest */
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				c->host &= ~H_WRITABLE;
+				break;
+			}
+			if (errno == EINTR)
+				continue;
+			conn_reset(t, c, errno == EMSGSIZE ? CONN_ERR_MSG_SIZE : CONN_ERR_HOST_IO);
+			return false;
+		}
+		mq_consume(&c->txq, (uint32_t)n);
+		c->fwd_cnt += (uint32_t)n;
+		t->stats.host_tx_bytes += (uint64_t)n;
+		if ((size_t)n < want)
+			c->host &= ~H_WRITABLE;
+	}
+	credit_check(t, c);
+	guest_shutdown_apply(t, c);
+	return true;
+}
+
+/* Copy @len bytes at @off of the guest payload to the txq. -EAGAIN: no mbuf, nothing queued. */
+static int txq_copy(struct conn_table *t, struct conn *c, const struct iovec *p, unsigned int cnt,
+		    size_t off, uint32_t len, uint32_t eom_flags)
+{
+	struct rte_mbuf *tail = c->txq.tail;
+	uint32_t in_tail = 0, left, nb, i;
+
+	/* Fill the tail mbuf first, unless it ends a message. */
+	if (tail && !(tail->packet_type & MB_EOM))
+		in_tail = RTE_MIN((uint32_t)rte_pktmbuf_tailroom(tail), len);
+	left = len - in_tail;
+	nb = (left + t->room - 1) / t->room;
+	if (nb > t->scratch_n || (nb && rte_pktmbuf_alloc_bulk(t->conf.pool, t->mbufs, nb) != 0)) {
+		t->stats.pool_empty++;
+		return -EAGAIN;
+	}
+	if (in_tail) {
+		iov_read(rte_pktmbuf_mtod_offset(tail, char *, tail->data_len), p, cnt, off,
+			 in_tail);
+		tail->data_len += in_tail;
+		c->txq.bytes += in_tail;
+		off += in_tail;
+	}
+	for (i = 0; i < nb; i++) {
+		struct rte_mbuf *m = t->mbufs[i];
+		uint32_t l = RTE_MIN(left, t->room);
+
+		iov_read(rte_pktmbuf_mtod(m, char *), p, cnt, off, l);
+		m->data_len = (uint16_t)l;
+		m->pkt_len = l;
+		mq_push(&c->txq, m);
+		off += l;
+		left -= l;
+	}
+	/* An empty last piece ends the message queued before it, if there is one. */
+	if (eom_flags && c->txq.tail && (len || !(c->txq.tail->packet_type & MB_EOM)))
+		c->txq.tail->packet_type |= MB_EOM;
+	return 0;
+}
+
+/* Try to write @len payload bytes at @off to the host socket at once; returns bytes written. */
+static ssize_t direct_write(struct conn_table *t, struct conn *c, const struct iovec *p,
+			    unsigned int cnt, size_t off, uint32_t len)
+{
+	struct msghdr mh = { .msg_iov = t->iov };
+	ssize_t n;
+
+	mh.msg_iovlen = iov_slice(t->iov, t->scratch_n, p, cnt, off, len);
+	if (mh.msg_iovlen == 0)
+		return 0;
+	do {
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			c->host &= ~H_WRITABLE;
+			return 0;
+		}
+		if (errno == EMSGSIZE)
+			return -EMSGSIZE;
+		return -EIO;
+	}
+	if ((uint32_t)n < len)
+		c->host &= ~H_WRITABLE;
+	return n;
+}
+
+static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr *h,
+		    const struct iovec *p, unsigned int cnt)
+{
+	bool seq = c->type == VIRTIO_VSOCK_TYPE_SEQPACKET;
+	uint32_t eom = seq ? h->flags & VIRTIO_VSOCK_SEQ_EOM : 0;
+	uint32_t off = c->tx_skip;
+	int ret;
+
+	if (c->state == CS_CLOSING)
+		return 0;	/* raced with our SHUTDOWN: the host is gone */
+	if (c->state != CS_ESTABLISHED || (c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND)) {
+		conn_reset(t, c, CONN_ERR_STATE);
+		return 0;
+	}
+	/* buf_used + len <= buf_alloc, as the guest itself must check before sending. */
+	if (h->len > t->conf.buf_alloc - (c->rx_cnt + off - c->fwd_cnt)) {
+		conn_reset(t, c, CONN_ERR_CREDIT);
+		return 0;
+	}
+	/*
+	 * Straight from guest memory when nothing is queued before it. A SEQPACKET message goes
+	 * out whole or not at all, so only a complete one (EOM, nothing of it queued) can.
+	 */
+	if (c->txq.bytes == 0 && h->len > off && (!seq || eom)) {
+		ssize_t n = direct_write(t, c, p, cnt, off, h->len - off);
+
+		if (n < 0) {
+			conn_reset(t, c, n == -EMSGSIZE ? CONN_ERR_MSG_SIZE : CONN_ERR_HOST_IO);
+			return 0;
+		}
+		off += (uint32_t)n;
+		c->fwd_cnt += (uint32_t)n;
+		t->stats.host_tx_bytes += (uint64_t)n;
+	}
+	if (off < h->len || (seq && eom && c->txq.bytes)) {
+		ret = txq_copy(t, c, p, cnt, off, h->len - off, eom);
+		if (ret < 0) {
+			/* Stream bytes already written must not be written twice on the retry. */
+			c->tx_skip = off;
+			return ret;
+		}
+	}
+	c->tx_skip = 0;
+	c->rx_cnt += h->len;
+	t->stats.rx_bytes += h->len;
+	/* A message just completed in txq goes out now if the socket has room. */
+	if (seq && eom && c->txq.bytes && (c->host & H_WRITABLE) && !txq_flush(t, c))
+		return 0;
+	credit_check(t, c);
+	return 0;
+}
+
+static void guest_request(struct conn_table *t, const struct vsock_hdr *h)
+{
+	struct conn *c;
+	int fd;
+
+	if (t->nb_free == 0) {
+		t->stats.table_full++;
+		t->stats.conns_refused++;
+		rst_queue(t, h);
+		return;
+	}
+	fd = ep_uds_connect(t->uds_path, h->dst_port, h->type == VIRTIO_VSOCK_TYPE_SEQPACKET);
+	if (fd < 0) {
+		t->stats.conns_refused++;
+		rst_queue(t, h);
+		return;
+	}
+	c = conn_alloc(t, fd);
+	if (!c) {
+		close(fd);
+		t->stats.conns_refused++;
+		rst_queue(t, h);
+		return;
+	}
+	c->guest_port = h->src_port;
+	c->host_port = h->dst_port;
+	c->type = h->type;
+	c->peer_buf_alloc = h->buf_alloc;
+	c->peer_fwd_cnt = h->fwd_cnt;
+	if (conn_hash(t, c) < 0) {
+		conn_free(t, c);
+		t->stats.conns_refused++;
+		rst_queue(t, h);
+		return;
+	}
+	c->state = CS_ESTABLISHED;
+	t->stats.conns_opened++;
+	ctl_add(t, c, CTL_RESPONSE);
+}
+
+/* The guest accepted a host CONNECT: answer the host program, start the stream. */
+static void guest_response(struct conn_table *t, struct conn *c)
+{
+	char ok[EP_UDS_OK_MAX];
+	size_t len = ep_uds_format_ok(ok, c->host_port);
+	ssize_t n;
+
+	timer_del(t, c);
+	/* A fresh socket's send buffer is empty: a short write means the host program is gone. */
+	n = send(c->fd, ok, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n != (ssize_t)len) {
+		conn_reset(t, c, CONN_ERR_HOST_IO);
+		return;
+	}
+	c->state = CS_ESTABLISHED;
+	t->stats.conns_opened++;
+	/* Bytes sent after the CONNECT line may wait in rxq; the guest's credit is known now. */
+	data_update(t, c);
+	host_shutdown_check(t, c);
+	if (c->host & (H_READABLE | H_WRITABLE))
+		work_add(t, c);
+}
+
+static void guest_shutdown(struct conn_table *t, struct conn *c, uint32_t flags)
+{
+	if (c->state == CS_CLOSING) {
+		/* A guest that still had data to read when we shut down closes now. */
+		if ((flags & VIRTIO_VSOCK_SHUTDOWN_RCV) && (flags & VIRTIO_VSOCK_SHUTDOWN_SEND)) {
+			t->stats.conns_closed++;
+			conn_end(t, c);
+		}
+		return;
+	}
+	if (c->state != CS_ESTABLISHED) {
+		conn_reset(t, c, CONN_ERR_STATE);
+		return;
+	}
+	c->guest_shut |= (uint8_t)(flags & (VIRTIO_VSOCK_SHUTDOWN_RCV |
+					    VIRTIO_VSOCK_SHUTDOWN_SEND));
+	if ((c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_RCV) && c->fd >= 0) {
+		/* The guest reads no more: neither do we, and the host's writes fail. */
+		shutdown(c->fd, SHUT_RD);
+		mq_free(&c->rxq);
+		data_del(t, c);
+		c->host &= ~H_READABLE;
+	}
+	guest_shutdown_apply(t, c);
+}
+
+void conn_table_set_seqpacket(struct conn_table *t, bool on)
+{
+	t->conf.seqpacket = on;
+}
+
+int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr,
+		    const struct iovec *payload, unsigned int iovcnt)
+{
+	const struct vsock_pkt_policy pol = {
+		.guest_cid = t->conf.guest_cid,
+		.seqpacket = t->conf.seqpacket,
+	};
+	size_t plen = iov_total(payload, iovcnt);
+	struct conn_key k;
+	struct vsock_hdr h;
+	enum vsock_pkt_err err;
+	struct conn *c;
+	void *data;
+	int ret = 0;
+
+	vsock_pkt_parse(raw_hdr, VSOCK_HDR_SIZE, &h);
+	err = vsock_pkt_validate(&h, (uint32_t)RTE_MIN(plen, (size_t)UINT32_MAX - VSOCK_HDR_SIZE) +
+				 VSOCK_HDR_SIZE, &pol);
+	if (err != VSOCK_PKT_OK) {
+		t->stats.pkt_err[err]++;
+		rst_queue(t, &h);
+		goto out;
+	}
+	if (h.dst_cid != HOST_CID) {
+		t->stats.proto_err[CONN_ERR_ROUTE]++;
+		rst_queue(t, &h);
+		goto out;
+	}
+	k.guest_port = h.src_port;
+	k.host_port = h.dst_port;
+	if (rte_hash_lookup_data(t->hash, &k, &data) < 0) {
+		if (h.op == VIRTIO_VSOCK_OP_REQUEST) {
+			guest_request(t, &h);
+		} else if (h.op != VIRTIO_VSOCK_OP_RST) {
+			t->stats.proto_err[CONN_ERR_NO_CONN]++;
+			rst_queue(t, &h);
+		}
+		goto out;
+	}
+	c = data;
+	if (c->state == CS_DEAD)
+		goto out;	/* our RST is on its way */
+	if (h.op == VIRTIO_VSOCK_OP_RST) {
+		if (c->state == CS_REQUEST)
+			t->stats.conns_refused++;
+		else
+			t->stats.conns_closed++;
+		conn_free(t, c);
+		goto out;
+	}
+	if (h.type != c->type || h.op == VIRTIO_VSOCK_OP_REQUEST) {
+		conn_reset(t, c, CONN_ERR_STATE);
+		goto out;
+	}
+	/* Every header carries the guest's receive window. */
+	c->peer_buf_alloc = h.buf_alloc;
+	c->peer_fwd_cnt = h.fwd_cnt;
+
+	switch (h.op) {
+	case VIRTIO_VSOCK_OP_RESPONSE:
+		if (c->state == CS_REQUEST)
+			guest_response(t, c);
+		else
+			conn_reset(t, c, CONN_ERR_STATE);
+		break;
+	case VIRTIO_VSOCK_OP_SHUTDOWN:
+		guest_shutdown(t, c, h.flags);
+		break;
+	case VIRTIO_VSOCK_OP_RW:
+		ret = guest_rw(t, c, &h, payload, iovcnt);
+		break;
+	case VIRTIO_VSOCK_OP_CREDIT_REQUEST:
+		if (c->state == CS_ESTABLISHED)
+			ctl_add(t, c, CTL_CREDIT);
+		break;
+	default:	/* CREDIT_UPDATE: recorded above */
+		break;
+	}
+	if (c->state == CS_ESTABLISHED) {
+		data_update(t, c);
+		/* New credit may unblock a read the guest's window had stopped. */
+		if (can_read(c)) {
+			c->stalled = 0;
+			work_add(t, c);
+		}
+	}
+out:
+	if (ret == 0)
+		t->stats.rx_pkts++;
+	return ret;
+}
+
+/* ---- host -> guest ---- */
+
+static void hdr_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int cnt,
+			 uint32_t guest_port, uint32_t host_port, uint16_t type, uint16_t op,
+			 uint32_t len, uint32_t flags, uint32_t fwd_cnt)
+{
+	const struct vsock_flow f = {
+		.src_cid = HOST_CID,
+		.dst_cid = t->conf.guest_cid,
+		.src_port = host_port,
+		.dst_port = guest_port,
+		.type = type,
+	};
+	struct virtio_vsock_hdr raw;
+	struct vsock_hdr h;
+
+	vsock_pkt_build(&h, &f, op, len, flags, t->conf.buf_alloc, fwd_cnt);
+	vsock_pkt_encode(&h, &raw);
+	iov_write(buf, cnt, 0, &raw, sizeof(raw));
+	t->stats.tx_pkts++;
+	t->stats.tx_bytes += len;
+}
+
+static uint32_t ctl_to_guest(struct conn_table *t, struct conn *c, const struct iovec *buf,
+			     unsigned int cnt)
+{
+	uint8_t bit = c->ctl_pending & (uint8_t)-c->ctl_pending;	/* lowest first */
+	uint16_t op;
+	uint32_t flags = 0;
+
+	c->ctl_pending &= (uint8_t)~bit;
+	switch (bit) {
+	case CTL_RST:
+		op = VIRTIO_VSOCK_OP_RST;
+		break;
+	case CTL_REQUEST:
+		op = VIRTIO_VSOCK_OP_REQUEST;
+		break;
+	case CTL_RESPONSE:
+		op = VIRTIO_VSOCK_OP_RESPONSE;
+		break;
+	case CTL_SHUTDOWN:
+		op = VIRTIO_VSOCK_OP_SHUTDOWN;
+		flags = c->shut_to_guest;
+		break;
+	default:
+		op = VIRTIO_VSOCK_OP_CREDIT_UPDATE;
+		break;
+	}
+	hdr_to_guest(t, buf, cnt, c->guest_port, c->host_port, c->type, op, 0, flags,
+		     c->fwd_cnt);
+	c->fwd_sent = c->fwd_cnt;
+	if (bit == CTL_RST)
+		conn_free(t, c);
+	else if (!c->ctl_pending)
+		ctl_del(t, c);
+	return VSOCK_HDR_SIZE;
+}
+
+static uint32_t data_to_guest(struct conn_table *t, struct conn *c, const struct iovec *buf,
+			      unsigned int cnt, size_t cap)
+{
+	uint32_t n = RTE_MIN(sendable(c), (uint32_t)RTE_MIN(cap - VSOCK_HDR_SIZE,
+							      (size_t)VSOCK_PKT_MAX_PAYLOAD));
+	uint32_t done = 0, flags = 0;
+	struct rte_mbuf *m;
+
+	/* Copy up to n bytes; a SEQPACKET piece stops at its message's end. */
+	for (m = c->rxq.head; m && done < n; m = m->next) {
+		uint32_t l = RTE_MIN((uint32_t)m->data_len, n - done);
+
+		iov_write(buf, cnt, VSOCK_HDR_SIZE + done, rte_pktmbuf_mtod(m, void *), l);
+		done += l;
+		if (l == m->data_len && (m->packet_type & MB_EOM)) {
+			flags = m->packet_type & (MB_EOM | MB_EOR);
+			break;
+		}
+	}
+	mq_consume(&c->rxq, done);
+	hdr_to_guest(t, buf, cnt, c->guest_port, c->host_port, c->type, VIRTIO_VSOCK_OP_RW,
+		     done, flags, c->fwd_cnt);
+	c->fwd_sent = c->fwd_cnt;
+	c->tx_cnt += done;
+	/* The header just sent carries our credit: no separate update owed. */
+	if (c->ctl_pending == CTL_CREDIT)
+		ctl_del(t, c);
+	c->ctl_pending &= (uint8_t)~CTL_CREDIT;
+	/* Round-robin: to the back of the line, or out of it. */
+	data_del(t, c);
+	data_update(t, c);
+	if (c->rxq.bytes == 0)
+		host_shutdown_check(t, c);
+	if (can_read(c)) {
+		c->stalled = 0;
+		work_add(t, c);
+	}
+	return VSOCK_HDR_SIZE + done;
+}
+
+uint32_t conn_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int iovcnt)
+{
+	size_t cap = iov_total(buf, iovcnt);
+
+	if (cap < VSOCK_HDR_SIZE)
+		return 0;
+	if (t->rst_count) {
+		const struct rst_entry *e = &t->rst[t->rst_head];
+
+		hdr_to_guest(t, buf, iovcnt, e->guest_port, e->host_port, e->type,
+			     VIRTIO_VSOCK_OP_RST, 0, 0, 0);
+		t->rst_head = (t->rst_head + 1) % RST_RING_SIZE;
+		t->rst_count--;
+		return VSOCK_HDR_SIZE;
+	}
+	if (!TAILQ_EMPTY(&t->ctl))
+		return ctl_to_guest(t, TAILQ_FIRST(&t->ctl), buf, iovcnt);
+	if (!TAILQ_EMPTY(&t->data) && cap > VSOCK_HDR_SIZE)
+		return data_to_guest(t, TAILQ_FIRST(&t->data), buf, iovcnt, cap);
+	return 0;
+}
+
+bool conn_has_output(const struct conn_table *t)
+{
+	return t->rst_count || !TAILQ_EMPTY(&t->ctl) || !TAILQ_EMPTY(&t->data);
+}
+
+/* ---- host sockets ---- */
+
+/* Read host bytes into rxq within the guest's credit. Returns true when more can be read now. */
+static bool host_read(struct conn_table *t, struct conn *c)
+{
+	bool seq = c->type == VIRTIO_VSOCK_TYPE_SEQPACKET;
+	struct msghdr mh = { .msg_iov = t->iov };
+	uint32_t want, nb, i, left;
+	ssize_t n;
+
+	if (!(c->host & H_READABLE) || (c->host & H_EOF))
+		return false;
+	if (!can_read(c))
+		goto stall;
+	/* A SEQPACKET message's size is unknown until it is read: room for the largest. */
+	want = seq ? READ_CHUNK :
+	       RTE_MIN(RTE_MIN(peer_credit(c), RXQ_MAX) - c->rxq.bytes, READ_CHUNK);
+	nb = (want + t->room - 1) / t->room;
+	if (nb > t->scratch_n)
+		nb = t->scratch_n;
+	if (rte_pktmbuf_alloc_bulk(t->conf.pool, t->mbufs, nb) != 0) {
+		/* A stream can make progress with a single mbuf; a message needs all. */
+		nb = 1;
+		if (seq || rte_pktmbuf_alloc_bulk(t->conf.pool, t->mbufs, nb) != 0) {
+			t->stats.pool_empty++;
+			return true;	/* retry on the next poll */
+		}
+		want = RTE_MIN(want, t->room);
+	}
+	for (i = 0, left = want; i < nb; i++) {
+		t->iov[i].iov_base = rte_pktmbuf_mtod(t->mbufs[i], void *);
+		t->iov[i].iov_len = RTE_MIN(left, t->room);
+		left -= (uint32_t)t->iov[i].iov_len;
+	}
+	mh.msg_iovlen = nb;
+	do {
+		n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0 || (seq && (mh.msg_flags & MSG_TRUNC))) {
+		rte_pktmbuf_free_bulk(t->mbufs, nb);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			c->host &= ~H_READABLE;
+			return false;
+		}
+		conn_reset(t, c, n < 0 ? CONN_ERR_HOST_IO : CONN_ERR_MSG_SIZE);
+		return false;
+	}
+	/*
+	 * 0 is the end of the stream; on SEQPACKET it can also be an empty message, which vsock
+	 * cannot carry: only the hang-up edge tells them apart.
+	 */
+	if (n == 0 && (!seq || (c->host & (H_RDHUP | H_HUP)))) {
+		rte_pktmbuf_free_bulk(t->mbufs, nb);
+		c->host = (uint8_t)((c->host | H_EOF) & ~H_READABLE);
+		host_shutdown_check(t, c);
+		return false;
+	}
+	t->stats.host_rx_bytes += (uint64_t)n;
+	for (i = 0, left = (uint32_t)n; i < nb; i++) {
+		struct rte_mbuf *m = t->mbufs[i];
+
+		if (left == 0) {
+			rte_pktmbuf_free_seg(m);
+			continue;
+		}
+		m->data_len = (uint16_t)RTE_MIN(left, t->room);
+		m->pkt_len = m->data_len;
+		left -= m->data_len;
+		if (seq && left == 0)
+			m->packet_type = MB_EOM | MB_EOR;
+		mq_push(&c->rxq, m);
+	}
+	/*
+	 * A short stream read emptied the socket: the next bytes bring a new edge. An end of
+	 * stream already signalled brings none, so keep reading until it shows as 0.
+	 */
+	if (!seq && (uint32_t)n < want && !(c->host & (H_RDHUP | H_HUP)))
+		c->host &= ~H_READABLE;
+	data_update(t, c);
+	return (c->host & H_READABLE) && (seq ? false : c->rxq.bytes < RXQ_MAX);
+stall:
+	/* The guest's window is full: its CREDIT_UPDATE puts us back on the work list. */
+	if (!c->stalled) {
+		c->stalled = 1;
+		t->stats.credit_stalls++;
+	}
+	return false;
+}
+
+static void line_done(struct conn_table *t, struct conn *c, uint32_t port, size_t line_len)
+{
+	uint32_t tries, extra = c->line.len - (uint32_t)line_len;
+	struct rte_mbuf *m = NULL;
+
+	if (extra) {
+		m = rte_pktmbuf_alloc(t->conf.pool);
+		if (!m) {
+			t->stats.pool_empty++;
+			conn_free(t, c);
+			return;
+		}
+		memcpy(rte_pktmbuf_mtod(m, char *), c->line.buf + line_len, extra);
+		m->data_len = (uint16_t)extra;
+		m->pkt_len = extra;
+	}
+	c->guest_port = port;
+	c->type = VIRTIO_VSOCK_TYPE_STREAM;
+	/* Round-robin over [2^30, 2^31), skipping pairs in use: at most nb_used of them. */
+	for (tries = 0; tries <= t->nb_used; tries++) {
+		struct conn_key k = { .guest_port = port };
+
+		k.host_port = HOST_PORT_FIRST + (t->next_port++ % HOST_PORT_SPAN);
+		if (rte_hash_lookup(t->hash, &k) >= 0)
+			continue;
+		c->host_port = k.host_port;
+		if (conn_hash(t, c) == 0)
+			break;
+	}
+	if (!c->hashed) {
+		if (m)
+			rte_pktmbuf_free(m);
+		conn_free(t, c);
+		return;
+	}
+	if (m)
+		mq_push(&c->rxq, m);
+	c->state = CS_REQUEST;
+	timer_set(t, c);
+	ctl_add(t, c, CTL_REQUEST);
+}
+
+static void line_read(struct conn_table *t, struct conn *c)
+{
+	size_t line_len;
+	uint32_t port;
+	int ret = ep_uds_line_read(c->fd, &c->line, &port, &line_len);
+
+	if (ret == 0)
+		return;
+	if (ret < 0) {
+		t->stats.proto_err[CONN_ERR_CONNECT_LINE]++;
+		conn_free(t, c);
+		return;
+	}
+	line_done(t, c, port, line_len);
+}
+
+/* Serve one connection's host socket. Returns true when it has more to do right now. */
+static bool conn_service(struct conn_table *t, struct conn *c)
+{
+	switch (c->state) {
+	case CS_LINE:
+		line_read(t, c);
+		return false;
+	case CS_ESTABLISHED:
+		if (c->txq.bytes && !txq_flush(t, c))
+			return false;
+		if (c->state != CS_ESTABLISHED)
+			return false;
+		return host_read(t, c);
+	default:
+		return false;
+	}
+}
+
+static unsigned int accept_host(struct conn_table *t, unsigned int budget)
+{
+	unsigned int done = 0;
+
+	while (done < budget) {
+		struct conn *c;
+		int fd = ep_uds_accept(t->conf.listen_fd);
+
+		if (fd < 0)
+			break;
+		done++;
+		c = conn_alloc(t, fd);
+		if (!c) {
+			t->stats.table_full++;
+			close(fd);
+			continue;
+		}
+		c->state = CS_LINE;
+		timer_set(t, c);
+		/* The line may already be there; the edge of a fresh registration says so too. */
+		work_add(t, c);
+	}
+	return done;
+}
+
+static void timer_expire(struct conn_table *t, struct conn *c)
+{
+	timer_del(t, c);
+	switch (c->state) {
+	case CS_LINE:
+		t->stats.proto_err[CONN_ERR_CONNECT_LINE]++;
+		conn_free(t, c);
+		break;
+	case CS_REQUEST:
+	case CS_CLOSING:
+		conn_reset(t, c, CONN_ERR_TIMEOUT);
+		break;
+	default:
+		break;
+	}
+}
+
+unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget)
+{
+	struct epoll_event ev[EVENTS_MAX];
+	unsigned int work = 0;
+	int i, n;
+
+	if (budget == 0)
+		return 0;
+	t->now = now_tsc;
+	n = epoll_wait(t->epfd, ev, (int)RTE_MIN(budget, (unsigned int)EVENTS_MAX), 0);
+	for (i = 0; i < n; i++) {
+		uint32_t idx = (uint32_t)ev[i].data.u64;
+		uint32_t e = ev[i].events;
+		struct conn *c;
+
+		work++;
+		if (idx == 0) {
+			work += accept_host(t, budget > work ? budget - work : 1);
+			continue;
+		}
+		c = &t->conns[idx - 1];
+		if (c->state == CS_FREE || c->gen != (uint32_t)(ev[i].data.u64 >> 32))
+			continue;	/* closed since the event was queued */
+		if (e & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+			c->host |= H_READABLE;
+		if (e & (EPOLLOUT | EPOLLERR))
+			c->host |= H_WRITABLE;
+		if (e & EPOLLRDHUP)
+			c->host |= H_RDHUP;
+		if (e & EPOLLHUP) {
+			c->host |= H_HUP;
+			host_shutdown_check(t, c);
+		}
+		work_add(t, c);
+	}
+	while (!TAILQ_EMPTY(&t->timers) && TAILQ_FIRST(&t->timers)->deadline <= now_tsc) {
+		timer_expire(t, TAILQ_FIRST(&t->timers));
+		work++;
+	}
+	while (work < budget && !TAILQ_EMPTY(&t->work)) {
+		struct conn *c = TAILQ_FIRST(&t->work);
+
+		TAILQ_REMOVE(&t->work, c, work_link);
+		c->lists &= ~L_WORK;
+		if (conn_service(t, c) && c->state != CS_FREE)
+			work_add(t, c);
+		work++;
+	}
+	return work;
+}
+
+/* ---- table ---- */
+
+void conn_table_conf_init(struct conn_table_conf *conf)
+{
+	*conf = (struct conn_table_conf){
+		.listen_fd = -1,
+		.socket_id = SOCKET_ID_ANY,
+		.max_conns = CONN_MAX_DEFAULT,
+		.buf_alloc = CONN_BUF_ALLOC_DEFAULT,
+		.timeout_ms = CONN_TIMEOUT_MS_DEFAULT,
+	};
+}
+
+static void table_clear(struct conn_table *t)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->conf.max_conns; i++) {
+		struct conn *c = &t->conns[i];
+
+		if (c->state != CS_FREE) {
+			close_fd(c);
+			mq_free(&c->txq);
+			mq_free(&c->rxq);
+			c->gen++;
+		}
+		c->state = CS_FREE;
+		c->lists = 0;
+		c->hashed = 0;
+		t->free_idx[i] = t->conf.max_conns - 1 - i;
+	}
+	t->nb_free = t->conf.max_conns;
+	t->nb_used = 0;
+	TAILQ_INIT(&t->work);
+	TAILQ_INIT(&t->ctl);
+	TAILQ_INIT(&t->data);
+	TAILQ_INIT(&t->timers);
+	t->rst_head = 0;
+	t->rst_count = 0;
+	rte_hash_reset(t->hash);
+}
+
+void conn_table_reset(struct conn_table *t)
+{
+	table_clear(t);
+}
+
+struct conn_table *conn_table_create(const struct conn_table_conf *conf)
+{
+	static uint32_t table_seq;
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters hp = {
+		.name = name,
+		.entries = RTE_MAX(conf->max_conns, 8u),
+		.key_len = sizeof(struct conn_key),
+		.hash_func = rte_jhash,
+		.socket_id = conf->socket_id,
+		/* The extendable table guarantees room for every one of max_conns keys. */
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+	struct conn_table *t;
+	uint32_t i;
+
+	if (!conf->uds_path || strlen(conf->uds_path) >= sizeof(t->uds_path) || !conf->pool ||
+	    conf->max_conns == 0 || conf->buf_alloc == 0 || conf->timeout_ms == 0 ||
+	    rte_pktmbuf_data_room_size(conf->pool) <= RTE_PKTMBUF_HEADROOM) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	t = rte_zmalloc_socket("vsock_conn_table", sizeof(*t), RTE_CACHE_LINE_SIZE,
+			       conf->socket_id);
+	if (!t) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	t->conf = *conf;
+	t->epfd = -1;
+	strcpy(t->uds_path, conf->uds_path);
+	t->conf.uds_path = t->uds_path;
+	t->room = rte_pktmbuf_data_room_size(conf->pool) - RTE_PKTMBUF_HEADROOM;
+	t->timeout_tsc = rte_get_tsc_hz() * conf->timeout_ms / 1000;
+	/* Scratch big enough for a whole SEQPACKET message either way, or one read. */
+	t->scratch_n = (RTE_MAX(conf->buf_alloc, READ_CHUNK) + t->room - 1) / t->room + 2;
+	t->scratch_n = RTE_MIN(t->scratch_n, (unsigned int)IOV_MAX);
+	t->iov = rte_zmalloc_socket("vsock_conn_iov", sizeof(*t->iov) * t->scratch_n, 0,
+				    conf->socket_id);
+	t->mbufs = rte_zmalloc_socket("vsock_conn_mbufs", sizeof(*t->mbufs) * t->scratch_n, 0,
+				      conf->socket_id);
+	t->conns = rte_zmalloc_socket("vsock_conns", sizeof(*t->conns) * conf->max_conns,
+				      RTE_CACHE_LINE_SIZE, conf->socket_id);
+	t->free_idx = rte_zmalloc_socket("vsock_conn_free", sizeof(*t->free_idx) * conf->max_conns,
+					 0, conf->socket_id);
+	snprintf(name, sizeof(name), "vsock_conn_%u",
+		 __atomic_fetch_add(&table_seq, 1, __ATOMIC_RELAXED));
+	if (t->iov && t->mbufs && t->conns && t->free_idx)
+		t->hash = rte_hash_create(&hp);
+	if (!t->hash) {
+		conn_table_destroy(t);
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (t->epfd < 0) {
+		int err = errno;
+
+		conn_table_destroy(t);
+		rte_errno = err;
+		return NULL;
+	}
+	if (conf->listen_fd >= 0) {
+		/* Level-triggered: accepting stops at the budget and resumes on the next poll. */
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+
+		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, conf->listen_fd, &ev) < 0) {
+			int err = errno;
+
+			conn_table_destroy(t);
+			rte_errno = err;
+			return NULL;
+		}
+	}
+	for (i = 0; i < conf->max_conns; i++)
+		t->conns[i].fd = -1;
+	table_clear(t);
+	return t;
+}
+
+void conn_table_destroy(struct conn_table *t)
+{
+	if (!t)
+		return;
+	if (t->hash && t->conns)
+		table_clear(t);
+	rte_hash_free(t->hash);
+	if (t->epfd >= 0)
+		close(t->epfd);
+	rte_free(t->free_idx);
+	rte_free(t->conns);
+	rte_free(t->mbufs);
+	rte_free(t->iov);
+	rte_free(t);
+}
+
+const char *conn_err_str(enum conn_err err)
+{
+	static const char *const names[CONN_ERR_MAX] = {
+		[CONN_ERR_ROUTE] = "route",
+		[CONN_ERR_NO_CONN] = "no_conn",
+		[CONN_ERR_STATE] = "state",
+		[CONN_ERR_CREDIT] = "credit",
+		[CONN_ERR_MSG_SIZE] = "msg_size",
+		[CONN_ERR_CONNECT_LINE] = "connect_line",
+		[CONN_ERR_TIMEOUT] = "timeout",
+		[CONN_ERR_HOST_IO] = "host_io",
+	};
+
+	return (unsigned int)err < CONN_ERR_MAX ? names[err] : "unknown";
+}
+
+uint32_t conn_count(const struct conn_table *t)
+{
+	return t->nb_used;
+}
+
+const struct conn_stats *conn_table_stats(const struct conn_table *t)
+{
+	return &t->stats;
+}

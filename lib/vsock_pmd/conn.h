@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef VSOCK_PMD_CONN_H
+#define VSOCK_PMD_CONN_H
+
+/**
+ * The vsock connection table of one device: the per-connection state machine, credit
+ * accounting both ways, and the hybrid Unix socket endpoint behind it (ep_uds.h).
+ *
+ * One table belongs to one device and is used by one lcore at a time: no call takes a lock.
+ * The polling worker drives it with three calls:
+ * - conn_from_guest() for every packet dequeued from the tx ring;
+ * - conn_to_guest() for every rx buffer it can fill while conn_has_output() says so;
+ * - conn_poll_host() once per round, for the host sockets and the timers.
+ * Nothing here blocks: every socket is non-blocking and every call does bounded work.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <linux/virtio_vsock.h>
+
+#include "vsock_pkt.h"
+
+struct rte_mempool;
+struct conn_table;
+
+/** Defaults for struct conn_table_conf. */
+#define CONN_MAX_DEFAULT 1023
+#define CONN_BUF_ALLOC_DEFAULT (256 * 1024)
+#define CONN_TIMEOUT_MS_DEFAULT 2000
+
+/** What conn_table_create() needs; conn_table_conf_init() fills the defaults. */
+struct conn_table_conf {
+	uint64_t guest_cid;
+	/** Hybrid vsock path: guest connects to host port P go to "<uds_path>_<P>". */
+	const char *uds_path;
+	/**
+	 * Listening socket on uds_path for host -> guest CONNECTs, non-blocking; created and owned
+	 * (closed, unlinked) by the caller. -1: the host cannot connect to the guest.
+	 */
+	int listen_fd;
+	/** Mbufs for queued payload, both ways; the table takes and returns them one lcore. */
+	struct rte_mempool *pool;
+	int socket_id;
+	/** Connections, CONNECT lines in progress included. */
+	uint32_t max_conns;
+	/** Our receive buffer per connection, advertised to the guest as buf_alloc. */
+	uint32_t buf_alloc;
+	/** CONNECT line, guest answer to a REQUEST, guest RST after our full SHUTDOWN. */
+	uint32_t timeout_ms;
+	/** VIRTIO_VSOCK_F_SEQPACKET negotiated; conn_table_set_seqpacket() changes it later. */
+	bool seqpacket;
+};
+
+/**
+ * Protocol errors beyond a malformed header (those count in conn_stats.pkt_err by
+ * enum vsock_pkt_err). Each is answered with an RST unless the packet was an RST.
+ */
+enum conn_err {
+	CONN_ERR_ROUTE,		/* dst_cid is another guest: guest-to-guest is not routed (yet) */
+	CONN_ERR_NO_CONN,	/* packet other than REQUEST for a connection that does not exist */
+	CONN_ERR_STATE,		/* op not valid in the connection's state (RW before RESPONSE) */
+	CONN_ERR_CREDIT,	/* the guest sent more than our buf_alloc allows */
+	CONN_ERR_MSG_SIZE,	/* SEQPACKET message too large for the other side */
+	CONN_ERR_CONNECT_LINE,	/* malformed, overlong, unfinished or abandoned CONNECT line */
+	CONN_ERR_TIMEOUT,	/* the guest answered neither our REQUEST nor our SHUTDOWN in time */
+	CONN_ERR_HOST_IO,	/* host socket error: peer gone while we write, reset, ... */
+	CONN_ERR_MAX
+};
+
+/** Short stable name of @p err ("route", "no_conn", ...), for stats and telemetry. */
+const char *conn_err_str(enum conn_err err);
+
+/** Counters of one table; monotonic, never reset by conn_table_reset(). */
+struct conn_stats {
+	uint64_t conns_opened;		/* reached ESTABLISHED */
+	uint64_t conns_closed;		/* ended by SHUTDOWN/RST exchange or host close */
+	uint64_t conns_reset;		/* ended by an RST we sent for an error or a timeout */
+	uint64_t conns_refused;		/* guest REQUEST: nothing listening, or table full */
+	uint64_t table_full;		/* REQUESTs or host connects refused for max_conns */
+	uint64_t credit_stalls;		/* host data waiting because the guest has no credit */
+	uint64_t pkt_err[VSOCK_PKT_ERR_MAX];	/* malformed guest headers, by kind */
+	uint64_t proto_err[CONN_ERR_MAX];
+	uint64_t rst_dropped;		/* RST for a packet without connection lost: queue full */
+	uint64_t pool_empty;		/* mempool exhausted (conn_from_guest returned -EAGAIN) */
+	uint64_t rx_pkts, rx_bytes;	/* guest -> host: packets taken, payload bytes */
+	uint64_t tx_pkts, tx_bytes;	/* host -> guest: packets written, payload bytes */
+	uint64_t host_rx_bytes;		/* read from host sockets */
+	uint64_t host_tx_bytes;		/* written to host sockets (guest data) */
+};
+
+/** Fill @p conf with the defaults; the caller still sets guest_cid, uds_path, listen_fd, pool. */
+void conn_table_conf_init(struct conn_table_conf *conf);
+
+/**
+ * Create a table. @return NULL with rte_errno set on failure (bad conf, no memory, epoll).
+ */
+struct conn_table *conn_table_create(const struct conn_table_conf *conf);
+
+/** Close every host socket (not the listener), free everything. NULL is allowed. */
+void conn_table_destroy(struct conn_table *t);
+
+/**
+ * The guest went away (device destroyed, guest reboot): close every host socket (the host side
+ * reads EOF), drop every queued byte and pending reply. The table is then empty and ready for
+ * the next guest. The listener stays.
+ */
+void conn_table_reset(struct conn_table *t);
+
+/** Accept SEQPACKET from the guest or not, as the device negotiated. Between packets only. */
+void conn_table_set_seqpacket(struct conn_table *t, bool on);
+
+/**
+ * Take one packet from the guest's tx ring. @p raw_hdr and the @p payload pieces (hdr.len
+ * bytes in all, possibly more) point into guest memory and are used only during the call.
+ *
+ * @return 0 when the packet is consumed (its descriptor can be completed), whatever its
+ *   outcome; -EAGAIN when it cannot be taken now (mempool exhausted): the caller leaves it in
+ *   the ring and presents this same packet again, before any other from this ring. Stream data
+ *   is never dropped.
+ */
+int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr,
+		    const struct iovec *payload, unsigned int iovcnt);
+
+/**
+ * Fill one guest rx buffer (writable pieces @p buf, header first, payload after) with the next
+ * packet owed to the guest: control packets first, then data round-robin across connections,
+ * never beyond the guest's credit. A buffer smaller than a header is left unused.
+ *
+ * @return bytes written (sizeof(struct virtio_vsock_hdr) + payload), 0 when nothing is owed.
+ */
+uint32_t conn_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int iovcnt);
+
+/** True when conn_to_guest() has a packet to write. O(1). */
+bool conn_has_output(const struct conn_table *t);
+
+/**
+ * Serve the host side: accept connections, read CONNECT lines, move bytes between host sockets
+ * and the per-connection queues within credit, notice host closes, expire timers. At most
+ * @p budget units of work (socket events and connection services).
+ *
+ * @param now_tsc rte_get_tsc_cycles() of the caller's round, the clock of every timeout.
+ * @return the work done (0 when idle).
+ */
+unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget);
+
+/** Open connections, CONNECT lines in progress included. */
+uint32_t conn_count(const struct conn_table *t);
+
+/** The table's counters. */
+const struct conn_stats *conn_table_stats(const struct conn_table *t);
+
+#endif /* VSOCK_PMD_CONN_H */

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ep_uds: the CONNECT line parser and reader, the OK reply, and the Unix socket calls, against
+ * real sockets in a temporary directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ep_uds.h"
+#include "tap.h"
+
+static int parse(const char *s, uint32_t *port)
+{
+	return ep_uds_parse_connect(s, strlen(s), port);
+}
+
+static void test_parse(void)
+{
+	static const char *const bad[] = {
+		"CONNECT\n", "CONNECT \n", "CONNECT x\n", "CONNECT 5 \n", "CONNECTX 5\n",
+		"CONNECT -5\n", "CONNECT +5\n", "CONNECT 5", "OK 5\n", "CONNECT 4294967296\n",
+		"CONNECT 99999999999999999999\n", " CONNECT 5\n", "CONNECT\t5\n", "CONNECT 5\r\r\n",
+		"\n", "",
+	};
+	uint32_t port = 0;
+	unsigned int i;
+	int all = 1;
+
+	tap_ok(parse("CONNECT 52\n", &port) == 0 && port == 52, "CONNECT 52");
+	tap_ok(parse("connect 1\n", &port) == 0 && port == 1, "keyword in lower case");
+	tap_ok(parse("CoNnEcT   7\r\n", &port) == 0 && port == 7, "mixed case, spaces, CRLF");
+	tap_ok(parse("CONNECT 4294967295\n", &port) == 0 && port == UINT32_MAX, "port 2^32-1");
+	tap_ok(parse("CONNECT 0\n", &port) == 0 && port == 0, "port 0 parses (the guest decides)");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		port = 12345;
+		if (parse(bad[i], &port) != -EPROTO || port != 12345) {
+			all = 0;
+			tap_diag("accepted: \"%s\"", bad[i]);
+		}
+	}
+	tap_ok(all, "%u malformed lines refused, port untouched", i);
+}
+
+static void test_line_read(void)
+{
+	struct ep_uds_line l = { 0 };
+	char rest[64], big[40];
+	size_t line_len = 0;
+	uint32_t port = 0;
+	int sv[2];
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv);
+	tap_ok(ep_uds_line_read(sv[0], &l, &port, &line_len) == 0, "nothing sent yet: 0");
+	tap_ok(write(sv[1], "CONN", 4) == 4 && ep_uds_line_read(sv[0], &l, &port, &line_len) == 0,
+	       "partial line: 0");
+	tap_ok(write(sv[1], "ECT 80\npayload", 14) == 14 &&
+	       ep_uds_line_read(sv[0], &l, &port, &line_len) == 1 && port == 80 &&
+	       line_len == 11 && l.len == 18 && memcmp(l.buf + 11, "payload", 7) == 0,
+	       "line completed across two reads; the bytes after it kept as payload");
+	close(sv[0]);
+	close(sv[1]);
+
+	/* Never read past the line buffer: what follows stays in the socket. */
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv);
+	memset(&l, 0, sizeof(l));
+	memset(big, 'z', sizeof(big));
+	tap_ok(write(sv[1], "CONNECT 1\n", 10) == 10 && write(sv[1], big, 40) == 40 &&
+	       ep_uds_line_read(sv[0], &l, &port, &line_len) == 1 && port == 1 &&
+	       l.len == EP_UDS_LINE_MAX, "reads at most %d bytes", EP_UDS_LINE_MAX);
+	tap_ok(read(sv[0], rest, sizeof(rest)) == 50 - EP_UDS_LINE_MAX,
+	       "the other %d bytes are still in the socket", 50 - EP_UDS_LINE_MAX);
+	close(sv[0]);
+	close(sv[1]);
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv);
+	memset(&l, 0, sizeof(l));
+	tap_ok(write(sv[1], big, 20) == 20 && ep_uds_line_read(sv[0], &l, &port, &line_len) == 0 &&
+	       write(sv[1], big, 20) == 20 &&
+	       ep_uds_line_read(sv[0], &l, &port, &line_len) == -EPROTO,
+	       "no newline within %d bytes: -EPROTO", EP_UDS_LINE_MAX);
+	close(sv[0]);
+	close(sv[1]);
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv);
+	memset(&l, 0, sizeof(l));
+	tap_ok(write(sv[1], "HELLO 5\n", 8) == 8 &&
+	       ep_uds_line_read(sv[0], &l, &port, &line_len) == -EPROTO, "bad keyword: -EPROTO");
+	close(sv[0]);
+	close(sv[1]);
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv);
+	memset(&l, 0, sizeof(l));
+	tap_ok(write(sv[1], "CONNECT 5", 9) == 9 &&
+	       ep_uds_line_read(sv[0], &l, &port, &line_len) == 0 && close(sv[1]) == 0 &&
+	       ep_uds_line_read(sv[0], &l, &port, &line_len) == -ECONNRESET,
+	       "client closes before the newline: -ECONNRESET");
+	close(sv[0]);
+}
+
+static void test_ok(void)
+{
+	char buf[EP_UDS_OK_MAX];
+
+	tap_ok(ep_uds_format_ok(buf, 1u << 30) == 14 && memcmp(buf, "OK 1073741824\n", 14) == 0,
+	       "OK 1073741824\\n");
+	tap_ok(ep_uds_format_ok(buf, UINT32_MAX) == 14 && memcmp(buf, "OK 4294967295\n", 14) == 0,
+	       "the longest reply fits");
+}
+
+static int nonblocking(int fd)
+{
+	return (fcntl(fd, F_GETFL) & O_NONBLOCK) != 0;
+}
+
+static void test_sockets(const char *dir)
+{
+	char base[96], path[128], longp[200];
+	int lfd, cfd, afd, sfd, stale;
+
+	snprintf(base, sizeof(base), "%s/vm.vsock", dir);
+	/* A stale socket file from an earlier run must not stop the listener. */
+	stale = ep_uds_listen(base);
+	close(stale);
+	lfd = ep_uds_listen(base);
+	tap_ok(stale >= 0 && lfd >= 0 && nonblocking(lfd), "listen over a stale socket file");
+	tap_ok(ep_uds_accept(lfd) == -EAGAIN, "accept with nobody waiting: -EAGAIN");
+	close(lfd);
+
+	snprintf(path, sizeof(path), "%s_1024", base);
+	lfd = ep_uds_listen(path);
+	cfd = ep_uds_connect(base, 1024, false);
+	afd = ep_uds_accept(lfd);
+	tap_ok(cfd >= 0 && afd >= 0 && nonblocking(cfd) && nonblocking(afd),
+	       "connect to <base>_1024 and accept it, both non-blocking");
+	tap_ok(write(cfd, "abc", 3) == 3 && read(afd, path, 3) == 3 && memcmp(path, "abc", 3) == 0,
+	       "bytes flow");
+	tap_ok(ep_uds_connect(base, 1024, true) == -EPROTOTYPE,
+	       "SEQPACKET connect to a stream listener: -EPROTOTYPE");
+	close(cfd);
+	close(afd);
+	close(lfd);
+	tap_ok(ep_uds_connect(base, 1024, false) == -ECONNREFUSED,
+	       "socket file without a listener: -ECONNREFUSED");
+	tap_ok(ep_uds_connect(base, 1025, false) == -ENOENT, "no socket file: -ENOENT");
+
+	snprintf(path, sizeof(path), "%s_77", base);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	{
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		memcpy(sa.sun_path, path, strlen(path));
+		bind(lfd, (struct sockaddr *)&sa, sizeof(sa));
+		listen(lfd, 1);
+	}
+	sfd = ep_uds_connect(base, 77, true);
+	tap_ok(sfd >= 0, "SEQPACKET connect to a SEQPACKET listener");
+	close(sfd);
+	close(lfd);
+
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[sizeof(longp) - 1] = '\0';
+	tap_ok(ep_uds_connect(longp, 1, false) == -ENAMETOOLONG &&
+	       ep_uds_listen(longp) == -ENAMETOOLONG, "path longer than sun_path: -ENAMETOOLONG");
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/test_ep_uds_XXXXXX";
+	char cmd[64];
+
+	test_parse();
+	test_line_read();
+	test_ok();
+	if (mkdtemp(dir)) {
+		test_sockets(dir);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			tap_diag("could not remove %s", dir);
+	} else {
+		tap_ok(0, "mkdtemp");
+	}
+	return tap_done();
+}
