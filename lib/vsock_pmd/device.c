@@ -19,31 +19,54 @@
 #include <linux/virtio_vsock.h>
 
 #include <rte_byteorder.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
 #include <rte_vhost.h>
 
+#include "conn.h"
 #include "device.h"
+#include "ep_uds.h"
 #include "log.h"
 #include "vhost_user_msg.h"
 #include "worker.h"
 
 /* Features the device offers. VHOST_USER_F_PROTOCOL_FEATURES is needed for GET_CONFIG. */
 #define VSOCK_FEATURES \
-	((1ULL << VIRTIO_F_VERSION_1) | (1ULL << VHOST_USER_F_PROTOCOL_FEATURES))
+	((1ULL << VIRTIO_F_VERSION_1) | (1ULL << VHOST_USER_F_PROTOCOL_FEATURES) | \
+	 (1ULL << VIRTIO_RING_F_INDIRECT_DESC) | (1ULL << VIRTIO_RING_F_EVENT_IDX) | \
+	 (1ULL << VIRTIO_VSOCK_F_SEQPACKET))
 #define VSOCK_PROTOCOL_FEATURES (1ULL << VHOST_USER_PROTOCOL_F_CONFIG)
 
+/* Payload mbufs: enough for every connection of a VM to have some data queued. */
+#define MBUFS_PER_VM 8192
+#define MBUF_CACHE 256
+
 static struct vsock_dev devs[VSOCK_PMD_MAX_VMS];
+static struct rte_mempool *pool;
 static unsigned int nb_devs;
 static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Every frontend connection maps to its VM here, from new_connection to
+ * destroy_connection. Several may exist at once for one VM (DPDK accepts a
+ * reconnecting QEMU before it notices the old connection closed), but only
+ * the one in dev->vid drives the rings.
+ */
+#define VSOCK_MAX_VIDS 1024	/* librte_vhost's MAX_VHOST_DEVICE */
+static struct vsock_dev *vid_devs[VSOCK_MAX_VIDS];
+
 static struct vsock_dev *dev_by_vid(int vid)
 {
-	unsigned int i;
+	return vid >= 0 && vid < VSOCK_MAX_VIDS ? vid_devs[vid] : NULL;
+}
 
-	for (i = 0; i < nb_devs; i++) {
-		if (devs[i].vid == vid)
-			return &devs[i];
-	}
-	return NULL;
+/* The device @p vid drives, or NULL if @p vid is not the running frontend of its VM. */
+static struct vsock_dev *running_dev_by_vid(int vid)
+{
+	struct vsock_dev *dev = dev_by_vid(vid);
+
+	return dev && dev->running && dev->vid == vid ? dev : NULL;
 }
 
 static struct vsock_dev *dev_by_path(const char *path)
@@ -85,25 +108,64 @@ static enum rte_vhost_msg_result answer_get_config(struct vsock_dev *dev,
 	return RTE_VHOST_MSG_RESULT_REPLY;
 }
 
-/* Must be called with devs_lock held, on a device the worker does not poll. */
-static int dev_load_rings(struct vsock_dev *dev)
+/*
+ * Map the frontend's memory table and rings into the device's virtqueues.
+ * @p resume keeps the ring positions the worker reached (memory table
+ * replaced under a running device); otherwise they come from SET_VRING_BASE.
+ * Called with devs_lock held, on a device no worker polls.
+ */
+static int dev_load_rings(struct vsock_dev *dev, bool resume)
 {
+	struct guest_mem_region regions[GUEST_MEM_MAX_REGIONS];
 	int vid = dev->vid;
+	uint32_t i;
 	uint16_t q;
 
 	free(dev->mem);
 	dev->mem = NULL;
-	if (rte_vhost_get_mem_table(vid, &dev->mem) < 0) {
-		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": no memory table", dev->conf.cid);
+	if (rte_vhost_get_mem_table(vid, &dev->mem) < 0 ||
+	    dev->mem->nregions > GUEST_MEM_MAX_REGIONS) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": no usable memory table", dev->conf.cid);
+		return -EINVAL;
+	}
+	for (i = 0; i < dev->mem->nregions; i++) {
+		const struct rte_vhost_mem_region *r = &dev->mem->regions[i];
+
+		regions[i] = (struct guest_mem_region){
+			.gpa = r->guest_phys_addr,
+			.size = r->size,
+			.hva = r->host_user_addr,
+		};
+	}
+	if (guest_mem_init(&dev->gmem, regions, dev->mem->nregions) < 0) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": overlapping or empty memory regions",
+			  dev->conf.cid);
 		return -EINVAL;
 	}
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		struct virtq *vq = &dev->vq[q];
 		struct rte_vhost_vring vring;
+		uint16_t last_avail, last_used;
 
 		if (rte_vhost_get_vhost_vring(vid, q, &vring) < 0 || !vring.desc) {
 			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vring %u not set up", dev->conf.cid, q);
 			return -EINVAL;
 		}
+		if (resume) {
+			last_avail = vq->last_avail_idx;
+			last_used = vq->last_used_idx;
+		} else {
+			rte_vhost_get_vring_base(vid, q, &last_avail, &last_used);
+		}
+		if (virtq_init(vq, &dev->gmem, vring.desc, vring.avail, vring.used, vring.size,
+			       last_avail, last_used, dev->features) < 0) {
+			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vring %u of size %u refused",
+				  dev->conf.cid, q, vring.size);
+			return -EINVAL;
+		}
+		/* We poll: the guest need not kick us. */
+		virtq_disable_guest_kicks(vq);
+		dev->notify_pending[q] = false;
 	}
 	return 0;
 }
@@ -127,7 +189,7 @@ static enum rte_vhost_msg_result pre_msg_handle(int vid, void *raw)
 		 * DPDK unmaps the old regions while handling this message: take the device
 		 * off its worker first, and put it back in post_msg_handle.
 		 */
-		if (dev->running && !dev->remapping) {
+		if (dev->running && dev->vid == vid && !dev->remapping) {
 			worker_detach(dev->worker, dev);
 			dev->remapping = true;
 		}
@@ -150,14 +212,18 @@ static enum rte_vhost_msg_result post_msg_handle(int vid, void *raw)
 
 	pthread_mutex_lock(&devs_lock);
 	dev = dev_by_vid(vid);
-	if (dev && dev->remapping) {
+	if (dev && dev->remapping && dev->vid == vid) {
 		dev->remapping = false;
-		if (dev_load_rings(dev) == 0) {
+		if (dev_load_rings(dev, true) == 0) {
 			worker_attach(dev->worker, dev);
 			VSOCK_LOG(INFO, "VM cid %" PRIu64 ": memory table replaced", dev->conf.cid);
 		} else {
 			/* Without memory the device cannot run: it stays off its worker. */
+			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": stopped, new memory table unusable",
+				  dev->conf.cid);
 			dev->running = false;
+			dev->vid = -1;
+			conn_table_reset(dev->conns);
 		}
 	}
 	pthread_mutex_unlock(&devs_lock);
@@ -181,10 +247,9 @@ static int new_connection(int vid)
 	dev = dev_by_path(path);
 	if (!dev)
 		goto out;
-	if (dev->vid >= 0) {
-		/* One frontend drives a device; a second one would share its rings. */
-		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": second frontend connection on %s refused",
-			  dev->conf.cid, path);
+	if (vid >= VSOCK_MAX_VIDS) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vhost device id %d out of range",
+			  dev->conf.cid, vid);
 		goto out;
 	}
 	if (rte_vhost_extern_callback_register(vid, &extern_ops, dev) < 0) {
@@ -192,7 +257,7 @@ static int new_connection(int vid)
 			  dev->conf.cid);
 		goto out;
 	}
-	dev->vid = vid;
+	vid_devs[vid] = dev;
 	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": frontend connected (vid %d)", dev->conf.cid, vid);
 	rc = 0;
 out:
@@ -207,8 +272,9 @@ static void destroy_connection(int vid)
 	pthread_mutex_lock(&devs_lock);
 	dev = dev_by_vid(vid);
 	if (dev) {
-		dev->vid = -1;
-		VSOCK_LOG(INFO, "VM cid %" PRIu64 ": frontend disconnected", dev->conf.cid);
+		vid_devs[vid] = NULL;
+		VSOCK_LOG(INFO, "VM cid %" PRIu64 ": frontend disconnected (vid %d)",
+			  dev->conf.cid, vid);
 	}
 	pthread_mutex_unlock(&devs_lock);
 }
@@ -216,13 +282,19 @@ static void destroy_connection(int vid)
 static int new_device(int vid)
 {
 	struct vsock_dev *dev;
-	uint16_t q;
 	int rc = -1;
 
 	pthread_mutex_lock(&devs_lock);
 	dev = dev_by_vid(vid);
-	if (!dev || dev->running)
+	if (!dev)
 		goto out;
+	if (dev->running) {
+		/* One frontend drives a device; a second one would share its rings. */
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vid %d already drives it, vid %d refused",
+			  dev->conf.cid, dev->vid, vid);
+		goto out;
+	}
+	dev->vid = vid;
 	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0)
 		goto out;
 	if (rte_vhost_get_vring_num(vid) < VSOCK_NR_VQ) {
@@ -230,13 +302,10 @@ static int new_device(int vid)
 			  rte_vhost_get_vring_num(vid), VSOCK_NR_VQ);
 		goto out;
 	}
-	if (dev_load_rings(dev) < 0)
+	if (dev_load_rings(dev, false) < 0)
 		goto out;
-	for (q = 0; q < VSOCK_NR_VQ; q++) {
-		rte_vhost_get_vring_base(vid, q, &dev->last_avail[q], &dev->last_used[q]);
-		/* We poll: the guest need not kick us. */
-		rte_vhost_enable_guest_notification(vid, q, 0);
-	}
+	conn_table_set_seqpacket(dev->conns,
+				 dev->features & (1ULL << VIRTIO_VSOCK_F_SEQPACKET));
 	dev->worker = worker_pick();
 	worker_attach(dev->worker, dev);
 	dev->running = true;
@@ -254,18 +323,25 @@ static void destroy_device(int vid)
 	uint16_t q;
 
 	pthread_mutex_lock(&devs_lock);
-	dev = dev_by_vid(vid);
-	if (!dev || !dev->running)
+	dev = running_dev_by_vid(vid);
+	if (!dev)
 		goto out;
 	if (!dev->remapping)
 		worker_detach(dev->worker, dev);
 	dev->running = false;
 	dev->remapping = false;
-	/* DPDK answers GET_VRING_BASE with these: the frontend resumes from them. */
+	dev->vid = -1;
+	/*
+	 * DPDK answers GET_VRING_BASE with these: the frontend resumes from them. The
+	 * worker left nothing in the shadow rings, so last_used_idx is what the guest saw.
+	 */
 	for (q = 0; q < VSOCK_NR_VQ; q++)
-		rte_vhost_set_vring_base(vid, q, dev->last_avail[q], dev->last_used[q]);
+		rte_vhost_set_vring_base(vid, q, dev->vq[q].last_avail_idx,
+					 dev->vq[q].last_used_idx);
 	free(dev->mem);
 	dev->mem = NULL;
+	/* The guest is gone or rebooting: its connections end, host sockets see EOF. */
+	conn_table_reset(dev->conns);
 	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": stopped", dev->conf.cid);
 out:
 	pthread_mutex_unlock(&devs_lock);
@@ -315,21 +391,68 @@ static int dev_register(struct vsock_dev *dev)
 	return 0;
 }
 
+/* The hybrid vsock listener and the connection table outlive frontend connections. */
+static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
+{
+	struct conn_table_conf cc;
+
+	dev->listen_fd = ep_uds_listen(dev->conf.uds_path);
+	if (dev->listen_fd < 0) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot listen on %s: %s", dev->conf.cid,
+			  dev->conf.uds_path, strerror(-dev->listen_fd));
+		return dev->listen_fd;
+	}
+	conn_table_conf_init(&cc);
+	cc.guest_cid = dev->conf.cid;
+	cc.uds_path = dev->conf.uds_path;
+	cc.listen_fd = dev->listen_fd;
+	cc.pool = pool;
+	cc.socket_id = rte_socket_id();
+	dev->conns = conn_table_create(&cc);
+	if (!dev->conns) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create its connection table: %s",
+			  dev->conf.cid, rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	dev->burst = burst;
+	return 0;
+}
+
+static void dev_close_endpoint(struct vsock_dev *dev)
+{
+	conn_table_destroy(dev->conns);
+	dev->conns = NULL;
+	if (dev->listen_fd >= 0) {
+		close(dev->listen_fd);
+		unlink(dev->conf.uds_path);
+		dev->listen_fd = -1;
+	}
+}
+
 int vsock_devs_create(const struct vsock_pmd_conf *conf)
 {
 	unsigned int i;
 	int rc;
 
+	pool = rte_pktmbuf_pool_create("vsock_payload", MBUFS_PER_VM * conf->nb_vms - 1,
+				       MBUF_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+	if (!pool) {
+		VSOCK_LOG(ERR, "cannot create the payload mempool: %s", rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
 	for (i = 0; i < conf->nb_vms; i++) {
 		struct vsock_dev *dev = &devs[i];
 
 		memset(dev, 0, sizeof(*dev));
 		dev->conf = conf->vms[i];
 		dev->vid = -1;
+		dev->listen_fd = -1;
 		pthread_mutex_lock(&devs_lock);
 		nb_devs = i + 1;
 		pthread_mutex_unlock(&devs_lock);
-		rc = dev_register(dev);
+		rc = dev_open_endpoint(dev, conf->burst);
+		if (rc == 0)
+			rc = dev_register(dev);
 		if (rc < 0) {
 			vsock_devs_destroy();
 			return rc;
@@ -354,8 +477,11 @@ void vsock_devs_destroy(void)
 			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot unregister %s", dev->conf.cid,
 				  dev->conf.socket_path);
 		dev->registered = false;
+		dev_close_endpoint(dev);
 	}
 	pthread_mutex_lock(&devs_lock);
 	nb_devs = 0;
 	pthread_mutex_unlock(&devs_lock);
+	rte_mempool_free(pool);
+	pool = NULL;
 }

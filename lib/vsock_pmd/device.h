@@ -7,6 +7,11 @@
 
 #include <vsock_pmd.h>
 
+#include "guest_mem.h"
+#include "virtq_split.h"
+
+struct conn_table;
+struct rte_mempool;
 struct rte_vhost_memory;
 struct worker;
 
@@ -15,10 +20,28 @@ struct worker;
 #define VSOCK_VQ_TX 1	/* guest -> host */
 #define VSOCK_NR_VQ 2
 
+/** Counters of one device, written by its worker lcore only. */
+struct vsock_dev_stats {
+	uint64_t guest_notifications;	/* interrupts sent to the guest */
+	uint64_t short_packets;		/* tx chains shorter than a vsock header */
+	uint64_t small_rx_buffers;	/* rx buffers too small for a header, returned empty */
+	uint64_t tx_backpressure;	/* bursts cut short: the connections could not take more */
+	uint64_t rx_ring_full;		/* rounds with data owed and no guest rx buffer */
+};
+
 /** One VM's vhost-user device: its configuration and its current frontend connection. */
 struct vsock_dev {
+	/* Datapath state: the worker's while the device is attached to it. */
+	struct virtq vq[VSOCK_NR_VQ];
+	struct conn_table *conns;
+	unsigned int burst;
+	bool notify_pending[VSOCK_NR_VQ];
+	struct vsock_dev_stats stats;
+
 	struct vsock_pmd_vm_conf conf;
 	bool registered;	/* rte_vhost_driver_register() succeeded */
+	int listen_fd;		/* hybrid vsock listener on conf.uds_path, -1 if none */
+	struct guest_mem gmem;
 
 	/* Control state, under the device table lock. */
 	int vid;		/* -1 while no frontend is connected */
@@ -27,8 +50,6 @@ struct vsock_dev {
 	uint64_t features;
 	struct rte_vhost_memory *mem;
 	struct worker *worker;
-	uint16_t last_avail[VSOCK_NR_VQ];
-	uint16_t last_used[VSOCK_NR_VQ];
 };
 
 /** Register and start every VM's vhost-user socket; on failure nothing is left registered. */

@@ -21,6 +21,7 @@
 #include <rte_malloc.h>
 #include <rte_pause.h>
 
+#include "datapath.h"
 #include "device.h"
 #include "log.h"
 #include "worker.h"
@@ -42,6 +43,7 @@ struct worker {
 	/* Worker-private. */
 	struct vsock_dev *devs[WORKER_MAX_DEVS] __rte_cache_aligned;
 	unsigned int nb_devs;
+	struct datapath_scratch *scratch;
 	uint32_t seen_seq;
 
 	/* Control-private, under ctl_lock. */
@@ -95,8 +97,13 @@ static int worker_loop(void *arg)
 
 	VSOCK_LOG(INFO, "lcore %u polling", w->lcore_id);
 	while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
+		unsigned int i, work = 0;
+
 		serve_mailbox(w);
-		rte_pause();
+		for (i = 0; i < w->nb_devs; i++)
+			work += vsock_dev_poll(w->devs[i], w->scratch);
+		if (work == 0)
+			rte_pause();
 	}
 	return 0;
 }
@@ -168,7 +175,12 @@ int workers_start(void)
 						      RTE_CACHE_LINE_SIZE,
 						      rte_lcore_to_socket_id(lcore));
 
-		if (!w) {
+		if (w)
+			w->scratch = rte_malloc_socket("vsock_scratch", sizeof(*w->scratch),
+						       RTE_CACHE_LINE_SIZE,
+						       rte_lcore_to_socket_id(lcore));
+		if (!w || !w->scratch) {
+			rte_free(w);
 			workers_stop();
 			return -ENOMEM;
 		}
@@ -214,6 +226,7 @@ void workers_stop(void)
 			VSOCK_LOG(WARNING, "lcore %u stopped with %u devices", w->lcore_id,
 				  w->nb_devs);
 		pthread_mutex_destroy(&w->ctl_lock);
+		rte_free(w->scratch);
 		rte_free(w);
 		workers[i] = NULL;
 	}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The per-device poll: data flows one way through each half.
+ *
+ *   guest -> host: tx ring -> validated chains -> header copied out once ->
+ *                  conn_from_guest() -> completion into the shadow used ring
+ *   host -> guest: conn_poll_host() fills per-connection queues ->
+ *                  conn_to_guest() writes into rx buffers -> shadow used ring
+ *
+ * Each half ends with one flush (one used->idx store) and, if the guest
+ * asked for it, one interrupt. Nothing is left in a shadow ring when the
+ * poll returns, so a device can be detached or sit idle at any point
+ * between polls without hiding completions from the guest.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include <linux/virtio_vsock.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_cycles.h>
+#include <rte_vhost.h>
+
+#include "conn.h"
+#include "datapath.h"
+#include "device.h"
+#include "virtq_split.h"
+
+#define VSOCK_HDR_LEN sizeof(struct virtio_vsock_hdr)
+
+/* Host socket events served per device per round: keeps one busy VM from starving the others. */
+#define HOST_POLL_BUDGET 64
+
+/*
+ * DPDK signals through its own copy of the used index, so it is brought up to
+ * date first. The trylock variant never makes the lcore wait for the control
+ * thread; a notification it could not send stays pending for the next round.
+ */
+static inline void send_notification(struct vsock_dev *dev, uint16_t q)
+{
+	struct virtq *vq = &dev->vq[q];
+
+	rte_vhost_set_vring_base(dev->vid, q, vq->last_avail_idx, vq->last_used_idx);
+	if (rte_vhost_vring_call_nonblock(dev->vid, q) != -EAGAIN) {
+		dev->notify_pending[q] = false;
+		dev->stats.guest_notifications++;
+	}
+}
+
+/* After a flush: interrupt the guest if its used_event (or NO_INTERRUPT flag) asks for it. */
+static inline void notify_guest(struct vsock_dev *dev, uint16_t q)
+{
+	if (virtq_should_notify(&dev->vq[q]))
+		dev->notify_pending[q] = true;
+	if (dev->notify_pending[q])
+		send_notification(dev, q);
+}
+
+/* The readable bytes of @p c after @p skip, as an iovec. */
+static inline unsigned int chain_readable_iov(const struct virtq_chain *c, uint32_t skip,
+					      struct iovec *iov)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < c->nr_readable; i++) {
+		const struct guest_mem_piece *p = &c->pieces[i];
+
+		if (skip >= p->len) {
+			skip -= p->len;
+			continue;
+		}
+		iov[n].iov_base = (uint8_t *)p->addr + skip;
+		iov[n].iov_len = p->len - skip;
+		skip = 0;
+		n++;
+	}
+	return n;
+}
+
+static inline unsigned int chain_writable_iov(const struct virtq_chain *c, struct iovec *iov)
+{
+	unsigned int i, n = 0;
+
+	for (i = c->nr_readable; i < c->nr_pieces; i++) {
+		iov[n].iov_base = c->pieces[i].addr;
+		iov[n].iov_len = c->pieces[i].len;
+		n++;
+	}
+	return n;
+}
+
+static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch *s)
+{
+	struct virtq *vq = &dev->vq[VSOCK_VQ_TX];
+	struct iovec iov[VIRTQ_CHAIN_MAX_PIECES];
+	uint16_t i, n;
+
+	n = virtq_dequeue_burst(vq, s->chains, dev->burst);
+	for (i = 0; i < n; i++) {
+		const struct virtq_chain *c = &s->chains[i];
+		struct virtio_vsock_hdr hdr;
+		unsigned int iovcnt;
+
+		/* One copy of the header: the guest may rewrite its buffer while we parse it. */
+		if (unlikely(virtq_chain_read(c, 0, &hdr, VSOCK_HDR_LEN) < VSOCK_HDR_LEN)) {
+			dev->stats.short_packets++;
+			virtq_complete(vq, c->head, 0);
+			continue;
+		}
+		iovcnt = chain_readable_iov(c, VSOCK_HDR_LEN, iov);
+		if (conn_from_guest(dev->conns, &hdr, iov, iovcnt) == -EAGAIN) {
+			/* Backpressure: leave this packet and the rest in the ring for the next round. */
+			virtq_unget(vq, n - i);
+			dev->stats.tx_backpressure++;
+			n = i;
+			break;
+		}
+		virtq_complete(vq, c->head, 0);
+	}
+	/* End of burst: the guest may be waiting for these buffers to send more. */
+	virtq_flush(vq);
+	if (n)
+		notify_guest(dev, VSOCK_VQ_TX);
+	return n;
+}
+
+static unsigned int host_to_guest(struct vsock_dev *dev, struct datapath_scratch *s)
+{
+	struct virtq *vq = &dev->vq[VSOCK_VQ_RX];
+	struct iovec iov[VIRTQ_CHAIN_MAX_PIECES];
+	uint16_t i, n, done = 0;
+
+	if (!conn_has_output(dev->conns))
+		return 0;
+	n = virtq_dequeue_burst(vq, s->chains, dev->burst);
+	for (i = 0; i < n; i++) {
+		const struct virtq_chain *c = &s->chains[i];
+		uint32_t len = 0;
+
+		if (c->writable_len >= VSOCK_HDR_LEN)
+			len = conn_to_guest(dev->conns, iov, chain_writable_iov(c, iov));
+		else
+			dev->stats.small_rx_buffers++;
+		if (len == 0 && c->writable_len >= VSOCK_HDR_LEN) {
+			/* Nothing more owed: keep the rest of the guest's buffers for later. */
+			virtq_unget(vq, n - i);
+			break;
+		}
+		/* A buffer too small for a header goes back empty rather than wedging the ring. */
+		virtq_complete(vq, c->head, len);
+		done++;
+	}
+	/* End of burst: the guest reads nothing until used->idx moves. */
+	virtq_flush(vq);
+	if (done)
+		notify_guest(dev, VSOCK_VQ_RX);
+	else if (n == 0 && conn_has_output(dev->conns))
+		dev->stats.rx_ring_full++;
+	return done;
+}
+
+unsigned int vsock_dev_poll(struct vsock_dev *dev, struct datapath_scratch *s)
+{
+	unsigned int work;
+
+	work = guest_to_host(dev, s);
+	work += conn_poll_host(dev->conns, rte_get_tsc_cycles(), HOST_POLL_BUDGET);
+	work += host_to_guest(dev, s);
+	/* A notification the control thread's lock deferred is retried even when idle. */
+	if (unlikely(dev->notify_pending[VSOCK_VQ_RX]))
+		send_notification(dev, VSOCK_VQ_RX);
+	if (unlikely(dev->notify_pending[VSOCK_VQ_TX]))
+		send_notification(dev, VSOCK_VQ_TX);
+	return work;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Run the app under test (the binary named by $VSOCK_APP) as a child in a
+ * fresh run directory under /tmp, with its output captured in a log file
+ * there, so that tests can run in parallel and show the log on failure.
+ *
+ * Typical use:
+ *   app_proc_init(&p);
+ *   snprintf(vm, sizeof(vm), "cid=3,socket=%s/vm3.sock,uds=%s/vm3.vsock", p.dir, p.dir);
+ *   app_proc_start(&p, NULL, (const char *[]){ "--vm", vm, NULL }, socks, 10000);
+ *   ... attach with the frontend ...
+ *   status = app_proc_stop(&p, 5000);   (WIFEXITED/WEXITSTATUS apply)
+ *   app_proc_fini(&p);
+ */
+#ifndef TESTS_COMMON_APP_PROC_H
+#define TESTS_COMMON_APP_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/** EAL arguments used when app_proc_start() gets none: small, no devices. */
+#define APP_PROC_EAL_DEFAULT "--no-huge", "-m", "512", "--no-pci", "--no-shconf", \
+	"-l", "0-1", "--log-level=lib.eal:error"
+
+struct app_proc {
+	pid_t pid;
+	/** The run directory, e.g. /tmp/vsock-test-AbC123. */
+	char dir[64];
+	/** The child's stdout and stderr. */
+	char log[96];
+};
+
+/** Create the run directory. Returns 0 or -errno. */
+int app_proc_init(struct app_proc *p);
+
+/** "<dir>/<name>" in @p buf; returns @p buf. */
+char *app_proc_path(const struct app_proc *p, const char *name, char *buf, size_t len);
+
+/**
+ * Start $VSOCK_APP <eal_args> -- <app_args> (both NULL-terminated; NULL
+ * eal_args means APP_PROC_EAL_DEFAULT) and wait until every socket path in
+ * @p wait_socks (NULL-terminated, may be NULL) exists, for up to
+ * @p timeout_ms. On failure (the app exited, or the timeout) the child is
+ * killed, the log printed as TAP diagnostics, and -errno returned.
+ */
+int app_proc_start(struct app_proc *p, const char *const *eal_args,
+		const char *const *app_args, const char *const *wait_socks,
+		unsigned int timeout_ms);
+
+/**
+ * Wait up to @p timeout_ms for the child to exit by itself. Returns its
+ * waitpid() status, or -ETIMEDOUT (the child is then killed).
+ */
+int app_proc_wait(struct app_proc *p, unsigned int timeout_ms);
+
+/** SIGTERM, then app_proc_wait(). */
+int app_proc_stop(struct app_proc *p, unsigned int timeout_ms);
+
+/** Socket files left in the run directory. */
+unsigned int app_proc_sockets_left(const struct app_proc *p);
+
+/** Whether a line of the log contains @p needle, ignoring case. */
+bool app_proc_log_contains(const struct app_proc *p, const char *needle);
+
+/** Print the log as TAP diagnostics ("# " lines). */
+void app_proc_dump_log(const struct app_proc *p);
+
+/** Kill the child if still running and remove the run directory. */
+void app_proc_fini(struct app_proc *p);
+
+#endif /* TESTS_COMMON_APP_PROC_H */
