@@ -1,25 +1,39 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: set up, build, start dpdk-vsock-app
 # with config/default.conf (one VM, CID 3, sockets in run/), boot the bundled
-# test guest under QEMU against it, show what the guest sees over vsock, and
-# stop everything.
+# test guest under QEMU against it, show what the guest sees over vsock, let
+# the guest and a host program exchange checksummed bytes both ways through
+# the app (hybrid vsock, doc/hybrid-vsock.md), and stop everything.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+
+PORT_G2H=5000	# the guest connects to CID 2 port 5000 = run/vm3.vsock_5000
+PORT_H2G=5001	# the host writes "CONNECT 5001" to run/vm3.vsock
+BYTES=$((16 << 20))
+SEED_H2G=7	# another stream than the guest's, so the two checksums differ
 
 "$VSOCK_TOP/scripts/setup.sh"
 echo "demo: building"
 vsock_build
-ninja -C "$VSOCK_BUILD" tests/qemu/guest >/dev/null
+ninja -C "$VSOCK_BUILD" tests/qemu/guest tests/host/uds-io >/dev/null
 guest=$VSOCK_BUILD/tests/qemu/guest
+uds_io=$VSOCK_BUILD/tests/host/uds-io
 
 run=$VSOCK_TOP/run
 mkdir -p "$run"
+rm -f "$run"/guest.log "$run"/host-*.log
 app_pid=
+host_pids=()
 cleanup() {
+	local p
+	for p in "${host_pids[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
 	if [[ -n $app_pid ]] && kill -0 "$app_pid" 2>/dev/null; then
 		kill -TERM "$app_pid"
 		wait "$app_pid" || true
 	fi
+	rm -f "$run/vm3.vsock_$PORT_G2H"
 }
 trap cleanup EXIT
 
@@ -36,12 +50,79 @@ for _ in $(seq 100); do
 done
 [[ -S $run/vm3.sock ]] || { echo "demo: the app did not create run/vm3.sock"; exit 1; }
 
-echo "demo: booting the test guest under QEMU (TCG)"
-"$VSOCK_TOP/scripts/run-guest.sh" -g "$guest" -s "$run/vm3.sock" -t 120 -- vsock-cid |
-	tr -d '\r' | tee "$run/guest.log" | grep -E '^(CID|GUEST-)' | sed 's/^/guest: /'
+# Guest -> host: a host program listens where the app connects for port 5000.
+"$uds_io" --timeout 150 listen "$run/vm3.vsock_$PORT_G2H" recv >"$run/host-recv.log" 2>&1 &
+host_pids+=($!)
+# Host -> guest: once the guest listens on 5001, CONNECT to it through the app.
+(
+	for _ in $(seq 1500); do
+		grep -q "^LISTENING $PORT_H2G" "$run/guest.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	exec "$uds_io" --timeout 60 --seed $SEED_H2G connect "$run/vm3.vsock" "$PORT_H2G" \
+		send "$BYTES"
+) >"$run/host-send.log" 2>&1 &
+host_pids+=($!)
+
+echo "demo: booting the test guest under QEMU (TCG): it prints its CID, sends $((BYTES >> 20))" \
+	"MiB to host port $PORT_G2H, then receives $((BYTES >> 20)) MiB on its port $PORT_H2G"
+ok=1
+"$VSOCK_TOP/scripts/run-guest.sh" -g "$guest" -s "$run/vm3.sock" -t 150 -- \
+	"vsock-cid && vsock-io connect 2 $PORT_G2H send $BYTES &&"\
+	" vsock-io --seed $SEED_H2G listen $PORT_H2G recv" |
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		# one line at a time, so the host side sees LISTENING as it happens
+		echo "$line" >>"$run/guest.log"
+		case $line in
+		CID* | CONNECTED* | LISTENING* | SENT* | RECV* | GUEST-RESULT*)
+			echo "guest: $line" ;;
+		esac
+	done || { echo "demo: QEMU failed (run/guest.log)"; ok=0; }
+
+# The host programs end with their connection; one still running has lost it.
+for p in "${host_pids[@]}"; do
+	for _ in $(seq 50); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill "$p" 2>/dev/null || true
+	wait "$p" || true
+done
+host_pids=()
+rm -f "$run/vm3.vsock_$PORT_G2H"	# left only when the guest never connected
+grep -hE '^(CONNECTED [0-9]|SENT|RECV|BROKEN)|uds-io' "$run/host-recv.log" "$run/host-send.log" |
+	sed 's/^/host:  /' || true
 
 kill -TERM "$app_pid"
 wait "$app_pid"
 app_pid=
-grep -q '^CID 3$' "$run/guest.log" || { echo "demo: the guest did not see CID 3"; exit 1; }
-echo "demo: the guest saw CID 3; app stopped cleanly (sockets removed: $(ls "$run" | grep -c sock || true) left)"
+
+# field FILE KIND N: word N of the first line starting with KIND in FILE
+field() { awk -v k="$2" -v n="$3" '$1 == k { print $n; exit }' "$1"; }
+check() {	# WHAT SENDER-FILE RECEIVER-FILE [NOTE]
+	local sum_s sum_r
+	sum_s=$(field "$2" SENT 4)
+	sum_r=$(field "$3" RECV 4)
+	if [[ $(field "$2" SENT 2) == "$BYTES" && $(field "$3" RECV 2) == "$BYTES" &&
+	      $(field "$2" SENT 7) == OK && $(field "$3" RECV 8) == OK &&
+	      -n $sum_s && $sum_s == "$sum_r" ]]; then
+		echo "  $1  $((BYTES >> 20)) MiB, same checksum at both ends ($sum_s)${4:+, $4}"
+	else
+		echo "  $1  FAILED: sent ${sum_s:-nothing}, received ${sum_r:-nothing}"
+		ok=0
+	fi
+}
+echo "demo: summary"
+if grep -q '^CID 3$' "$run/guest.log"; then
+	echo "  guest CID      3, as the app answered QEMU's GET_CONFIG"
+else
+	echo "  guest CID      FAILED: the guest did not see CID 3"
+	ok=0
+fi
+check "guest -> host" "$run/guest.log" "$run/host-recv.log" "via run/vm3.vsock_$PORT_G2H"
+hp=$(field "$run/host-send.log" CONNECTED 3)
+check "host -> guest" "$run/host-send.log" "$run/guest.log" \
+	"via CONNECT $PORT_H2G, OK ${hp:-?}"
+echo "  app            stopped cleanly, $(find "$run" -type s | wc -l) sockets left in run/"
+((ok)) || { echo "demo: FAILED (logs in run/)"; exit 1; }
