@@ -231,6 +231,8 @@ uint16_t virtq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint1
 {
 	uint16_t avail_idx, n, done = 0;
 
+	/* Whatever the outcome, unget now refers to this burst only. */
+	vq->unget_max = 0;
 	if (unlikely(vq->broken))
 		return 0;
 	/*

@@ -336,6 +336,14 @@ static void test_burst_and_unget(void)
 	tap_ok(virtq_unget(&d->vq, 10) == 3, "unget: clamped to the last dequeue");
 	tap_ok(virtq_unget(&d->vq, 1) == 0, "unget: nothing left to give back");
 	tap_ok(d->vq.stats.ungot == 6 && d->vq.stats.dequeued == 43, "unget: counters");
+
+	/* A burst that ends at once (here: the queue broke) resets what unget may take. */
+	n = virtq_dequeue_burst(&d->vq, c, 64);
+	d->avail_idx += 100;
+	__atomic_store_n(&d->avail->idx, htole16(d->avail_idx), __ATOMIC_RELEASE);
+	tap_ok(n == 3 && virtq_dequeue_burst(&d->vq, c, 64) == 0 && d->vq.broken &&
+			virtq_unget(&d->vq, 1) == 0,
+			"unget: nothing from a burst before an empty one");
 	free(c);
 	drv_free(d);
 }

@@ -1,0 +1,898 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libFuzzer target for the split virtqueue (device side) and the guest
+ * memory translation under it. The input is a hostile guest plus a device
+ * loop: a short header lays out guest memory (one or two malloc'd regions of
+ * exact size, with a gap or adjacent in guest-physical space), the queue size
+ * and the features; the rest is a sequence of operations, either guest writes
+ * (descriptors, indirect tables in guest memory, avail ring, indices, flags)
+ * or device calls (dequeue, complete, unget, flush, should_notify, chain
+ * read/write, kick suppression, per-entry publication).
+ *
+ * After every operation the state is checked against a model kept here:
+ * each dequeued chain equals what a separate, plainer walker finds in the
+ * same tables; used ring and indices change only where the model says;
+ * the device wrote nothing the guest owns except inside writable pieces;
+ * a broken queue stays broken; the counters add up. Any mismatch aborts.
+ *
+ * Input layout (little endian, missing bytes read as zero):
+ *   u8 cfg       bit0 EVENT_IDX, bit1 INDIRECT_DESC, bit2 second region,
+ *                bit3 second region first in the table, bit4 per-entry
+ *                publish, bit5 disable guest kicks at start
+ *   u8 qlog      queue size = 1 << (qlog % 12)
+ *   u8 r0_off    region 0 at GPA_BASE + 16 * r0_off
+ *   u16 r0_size  1 + v % REGION_MAX
+ *   u16 r1_size  1 + v % REGION_MAX
+ *   u8 gap       region 1 at region 0's end + 16 * gap (0: adjacent)
+ *   u16 avail0, u16 used0   starting indices
+ *   u8 burst     largest dequeue burst, 1 + v % 128
+ *   u8 seed      initial guest memory pattern
+ *   then ops: u8 opcode % OP_MAX and its arguments (see run_op()).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "virtq_split.h"
+
+#define GPA_BASE	0x10000ull
+#define REGION_MAX	8192
+#define MAX_OPS		1024
+#define MAX_OUT		512
+
+#define CHECK(c) do {							\
+	if (!(c)) {							\
+		fprintf(stderr, "%s:%d: invariant failed: %s\n",	\
+			__FILE__, __LINE__, #c);			\
+		abort();						\
+	}								\
+} while (0)
+
+struct input {
+	const uint8_t *p;
+	size_t n;
+};
+
+static uint8_t in_u8(struct input *in)
+{
+	if (in->n == 0)
+		return 0;
+	in->n--;
+	return *in->p++;
+}
+
+static uint16_t in_u16(struct input *in)
+{
+	uint16_t lo = in_u8(in);
+
+	return lo | (uint16_t)in_u8(in) << 8;
+}
+
+static uint32_t in_u32(struct input *in)
+{
+	uint32_t lo = in_u16(in);
+
+	return lo | (uint32_t)in_u16(in) << 16;
+}
+
+/* One guest memory region: the real buffer and the model's copy of it. */
+struct fregion {
+	uint64_t gpa;
+	uint64_t size;
+	uint8_t *buf;
+	uint8_t *shadow;
+};
+
+/* A chain handed out and not yet completed or given back. */
+struct outstanding {
+	uint32_t batch;
+	uint16_t pos;		/* index within its dequeue */
+	struct virtq_chain c;
+};
+
+/* The walker's verdict on one head, computed without the engine's code. */
+struct ref_chain {
+	uint16_t nr;
+	uint16_t np;
+	uint64_t rlen;
+	uint64_t wlen;
+	struct guest_mem_piece p[VIRTQ_CHAIN_MAX_PIECES];
+};
+
+struct fuzz {
+	struct virtq vq;
+	struct guest_mem mem;
+	unsigned int nreg;
+	struct fregion reg[2];
+	uint16_t size;
+	uint16_t burst;
+	bool event_idx;
+	bool indirect;
+
+	/* Guest-owned rings and the model's copies. */
+	struct vring_desc *desc, *desc_shadow;
+	struct vring_avail *avail, *avail_shadow;
+	size_t desc_bytes, avail_bytes, used_bytes;
+	uint16_t avail_idx;	/* what the guest last stored in avail->idx */
+
+	/* Device-owned used ring: the model's expected bytes. */
+	struct vring_used *used, *used_model;
+
+	/* Model of the engine's state. */
+	uint16_t last_avail;
+	uint16_t last_used;
+	uint16_t unget_max;
+	uint16_t shadow_cap;
+	bool per_entry;
+	bool broken;
+	bool signalled_valid;
+	uint16_t signalled;
+	uint64_t since_signal;	/* entries published since the last decision */
+	uint32_t repeat_budget;	/* keeps one input's run time bounded */
+	uint32_t pending_n;
+	struct vring_used_elem pending[VIRTQ_SHADOW_MAX];
+	struct virtq_stats stats;
+
+	uint32_t batch;
+	unsigned int nout;
+	struct outstanding out[MAX_OUT];
+};
+
+static struct fuzz F;
+
+static struct fregion *ref_region(uint64_t gpa)
+{
+	unsigned int i;
+
+	for (i = 0; i < F.nreg; i++)
+		if (gpa >= F.reg[i].gpa && gpa < F.reg[i].gpa + F.reg[i].size)
+			return &F.reg[i];
+	return NULL;
+}
+
+/* A guest store of one byte: lands in memory and in the model, or nowhere. */
+static void guest_poke(uint64_t gpa, uint8_t v)
+{
+	struct fregion *r = ref_region(gpa);
+
+	if (r != NULL) {
+		r->buf[gpa - r->gpa] = v;
+		r->shadow[gpa - r->gpa] = v;
+	}
+}
+
+static bool guest_peek(uint64_t gpa, uint8_t *v)
+{
+	struct fregion *r = ref_region(gpa);
+
+	if (r == NULL)
+		return false;
+	*v = r->buf[gpa - r->gpa];
+	return true;
+}
+
+/*
+ * Seven bytes describing one descriptor in a form the fuzzer can hit:
+ * u8 mode, u16 addr, u16 len, u8 flags, u8 next. mode bit7 puts the address
+ * just below 2^64 (wrap), bit6 makes the length huge, bits0-4 (with bit5)
+ * give next a high byte.
+ */
+static void in_desc(struct input *in, struct vring_desc *d)
+{
+	uint8_t mode = in_u8(in);
+	uint16_t addr = in_u16(in);
+	uint16_t len = in_u16(in);
+	uint8_t flags = in_u8(in);
+	uint16_t next = in_u8(in);
+
+	if (mode & 0x20)
+		next |= (uint16_t)(mode & 0x1f) << 8;
+	d->addr = htole64(mode & 0x80 ? ~(uint64_t)addr : GPA_BASE + addr);
+	d->len = htole32(mode & 0x40 ? UINT32_MAX - len : len);
+	d->flags = htole16(flags);
+	d->next = htole16(next);
+}
+
+/* Append the host pieces of guest range [gpa, gpa + len) to rc. */
+static bool ref_translate(uint64_t gpa, uint32_t len, struct ref_chain *rc)
+{
+	uint64_t left = len;
+
+	if (gpa + (left - 1) < gpa)
+		return false;
+	while (left != 0) {
+		struct fregion *r = ref_region(gpa);
+		uint64_t chunk;
+
+		if (r == NULL || rc->np == VIRTQ_CHAIN_MAX_PIECES)
+			return false;
+		chunk = r->gpa + r->size - gpa;
+		if (chunk > left)
+			chunk = left;
+		rc->p[rc->np].addr = r->buf + (gpa - r->gpa);
+		rc->p[rc->np].len = (uint32_t)chunk;
+		rc->np++;
+		gpa += chunk;
+		left -= chunk;
+	}
+	return true;
+}
+
+static bool ref_read_desc(bool indirect, uint64_t table, uint32_t idx, struct vring_desc *d)
+{
+	uint8_t *b = (uint8_t *)d;
+	unsigned int i;
+
+	if (!indirect) {
+		*d = F.desc[idx];
+		return true;
+	}
+	for (i = 0; i < sizeof(*d); i++)
+		if (!guest_peek(table + (uint64_t)idx * sizeof(*d) + i, &b[i]))
+			return false;
+	return true;
+}
+
+/* The virtio 1.x rules plus the engine's documented limits, walked plainly. */
+static bool ref_walk(uint16_t head, struct ref_chain *rc)
+{
+	uint64_t table = 0;
+	uint32_t entries = F.size, idx = head, steps = 0;
+	bool in_indirect = false, seen_write = false;
+
+	memset(rc, 0, offsetof(struct ref_chain, p));
+	if (head >= F.size)
+		return false;
+	for (;;) {
+		struct vring_desc d;
+		uint16_t flags;
+		uint32_t len;
+		uint64_t addr;
+
+		if (++steps > entries)
+			return false;
+		if (!ref_read_desc(in_indirect, table, idx, &d))
+			return false;
+		flags = le16toh(d.flags);
+		len = le32toh(d.len);
+		addr = le64toh(d.addr);
+		if (flags & VRING_DESC_F_INDIRECT) {
+			struct ref_chain scratch = { 0 };
+
+			if (!F.indirect || in_indirect || (flags & VRING_DESC_F_NEXT) ||
+					len == 0 || len % sizeof(d) != 0 ||
+					!ref_translate(addr, len, &scratch))
+				return false;
+			in_indirect = true;
+			table = addr;
+			entries = len / sizeof(d);
+			idx = 0;
+			steps = 0;
+			continue;
+		}
+		if (len == 0)
+			return false;
+		if (flags & VRING_DESC_F_WRITE) {
+			seen_write = true;
+			rc->wlen += len;
+		} else {
+			if (seen_write)
+				return false;
+			rc->rlen += len;
+		}
+		if (rc->rlen > UINT32_MAX || rc->wlen > UINT32_MAX)
+			return false;
+		if (!ref_translate(addr, len, rc))
+			return false;
+		if (!seen_write)
+			rc->nr = rc->np;
+		if (!(flags & VRING_DESC_F_NEXT))
+			return true;
+		idx = le16toh(d.next);
+		if (idx >= entries)
+			return false;
+	}
+}
+
+static bool in_some_region(const void *addr, uint32_t len)
+{
+	const uint8_t *a = addr;
+	unsigned int i;
+
+	for (i = 0; i < F.nreg; i++) {
+		uintptr_t start = (uintptr_t)F.reg[i].buf;
+
+		if ((uintptr_t)a >= start && len <= F.reg[i].size &&
+				(uintptr_t)a - start <= F.reg[i].size - len)
+			return true;
+	}
+	return false;
+}
+
+static void check_chain(const struct virtq_chain *c, uint16_t slot_head)
+{
+	struct ref_chain rc;
+	uint64_t rsum = 0, wsum = 0;
+	unsigned int i;
+
+	CHECK(c->head == slot_head);
+	CHECK(c->head < F.size);
+	CHECK(c->nr_readable <= c->nr_pieces);
+	CHECK(c->nr_pieces >= 1 && c->nr_pieces <= VIRTQ_CHAIN_MAX_PIECES);
+	for (i = 0; i < c->nr_pieces; i++) {
+		CHECK(c->pieces[i].len > 0);
+		CHECK(in_some_region(c->pieces[i].addr, c->pieces[i].len));
+		if (i < c->nr_readable)
+			rsum += c->pieces[i].len;
+		else
+			wsum += c->pieces[i].len;
+	}
+	CHECK(rsum == c->readable_len);
+	CHECK(wsum == c->writable_len);
+
+	CHECK(ref_walk(c->head, &rc));
+	CHECK(rc.nr == c->nr_readable && rc.np == c->nr_pieces);
+	CHECK(rc.rlen == c->readable_len && rc.wlen == c->writable_len);
+	for (i = 0; i < rc.np; i++)
+		CHECK(rc.p[i].addr == c->pieces[i].addr && rc.p[i].len == c->pieces[i].len);
+}
+
+/* Everything the guest owns is as the model left it; used is as predicted. */
+static void check_memory(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < F.nreg; i++)
+		CHECK(memcmp(F.reg[i].buf, F.reg[i].shadow, F.reg[i].size) == 0);
+	CHECK(memcmp(F.desc, F.desc_shadow, F.desc_bytes) == 0);
+	CHECK(memcmp(F.avail, F.avail_shadow, F.avail_bytes) == 0);
+	CHECK(memcmp(F.used, F.used_model, F.used_bytes) == 0);
+}
+
+static void check_state(void)
+{
+	const struct virtq_stats *s = &F.vq.stats;
+	uint64_t errs = 0;
+	unsigned int i;
+
+	check_memory();
+	CHECK(F.vq.broken == F.broken);
+	CHECK(s->dequeued == F.stats.dequeued);
+	CHECK(s->ungot == F.stats.ungot);
+	CHECK(s->completed == F.stats.completed);
+	CHECK(s->used_idx_stores == F.stats.used_idx_stores);
+	CHECK(s->notify_yes == F.stats.notify_yes);
+	CHECK(s->notify_no == F.stats.notify_no);
+	CHECK(s->errors[VIRTQ_ERR_USED_ID] == F.stats.errors[VIRTQ_ERR_USED_ID]);
+	CHECK(s->errors[VIRTQ_ERR_NONE] == 0);
+	for (i = VIRTQ_ERR_NONE + 1; i < VIRTQ_ERR_MAX; i++)
+		if (i != VIRTQ_ERR_USED_ID)
+			errs += s->errors[i];
+	/* Marking broken happens once: a broken queue is never walked again. */
+	CHECK(errs == (F.broken ? 1u : 0u));
+	if (F.broken) {
+		CHECK(F.vq.broken_reason != VIRTQ_ERR_NONE &&
+		      F.vq.broken_reason < VIRTQ_ERR_MAX &&
+		      F.vq.broken_reason != VIRTQ_ERR_USED_ID);
+		CHECK(s->errors[F.vq.broken_reason] == 1);
+		CHECK(strcmp(virtq_err_str(F.vq.broken_reason), "unknown") != 0);
+	}
+}
+
+/* The model's flush: pending entries reach used->ring, then used->idx. */
+static void model_publish(void)
+{
+	uint32_t i;
+
+	if (F.pending_n == 0)
+		return;
+	for (i = 0; i < F.pending_n; i++)
+		F.used_model->ring[(uint16_t)(F.last_used + i) & (F.size - 1)] = F.pending[i];
+	F.last_used += F.pending_n;
+	F.used_model->idx = htole16(F.last_used);
+	F.since_signal += F.pending_n;
+	F.pending_n = 0;
+	F.stats.used_idx_stores++;
+}
+
+static void do_dequeue(uint16_t max)
+{
+	uint16_t avail_idx = le16toh(F.avail->idx);
+	uint16_t delta = avail_idx - F.last_avail;
+	uint16_t want, got, i;
+	struct virtq_chain *chains;
+	bool expect_broken = F.broken;
+
+	if (max > MAX_OUT - F.nout)
+		max = MAX_OUT - F.nout;
+	/* Exactly max entries: a write past them is an ASan report. */
+	chains = malloc(sizeof(*chains) * (max ? max : 1));
+	CHECK(chains != NULL);
+	got = virtq_dequeue_burst(&F.vq, chains, max);
+
+	if (F.broken) {
+		want = 0;
+	} else if (delta > F.size) {
+		want = 0;
+		expect_broken = true;
+	} else {
+		struct ref_chain rc;
+
+		want = delta < max ? delta : max;
+		for (i = 0; i < want; i++) {
+			uint16_t slot = (F.last_avail + i) & (F.size - 1);
+
+			if (!ref_walk(le16toh(F.avail->ring[slot]), &rc)) {
+				want = i;
+				expect_broken = true;
+				break;
+			}
+		}
+	}
+	CHECK(got == want);
+	F.broken = expect_broken;
+	F.unget_max = got;
+	F.batch++;
+	for (i = 0; i < got; i++) {
+		uint16_t slot = (F.last_avail + i) & (F.size - 1);
+		struct outstanding *o = &F.out[F.nout++];
+
+		check_chain(&chains[i], le16toh(F.avail->ring[slot]));
+		o->batch = F.batch;
+		o->pos = i;
+		o->c = chains[i];
+	}
+	F.last_avail += got;
+	F.stats.dequeued += got;
+	free(chains);
+}
+
+static void complete_one(uint16_t head, uint32_t len, uint32_t times)
+{
+	uint32_t i;
+
+	for (i = 0; i < times; i++) {
+		virtq_complete(&F.vq, head, len);
+		F.pending[F.pending_n].id = htole32(head);
+		F.pending[F.pending_n].len = htole32(len);
+		F.pending_n++;
+		F.stats.completed++;
+		if (F.per_entry || F.pending_n == F.shadow_cap)
+			model_publish();
+	}
+}
+
+static void do_complete(struct input *in)
+{
+	uint8_t k = in_u8(in), mode = in_u8(in);
+	uint32_t raw = mode & 1 ? in_u32(in) : 0;
+	struct outstanding *o;
+
+	if (F.nout == 0)
+		return;
+	o = &F.out[k % F.nout];
+	complete_one(o->c.head, mode & 1 ? raw : o->c.writable_len, 1);
+	memmove(o, o + 1, (size_t)(&F.out[F.nout] - (o + 1)) * sizeof(*o));
+	F.nout--;
+}
+
+static void do_unget(uint8_t n)
+{
+	uint16_t run = 0, want, got;
+
+	/* Only the last chains of the latest dequeue, still outstanding, may go back. */
+	while (run < F.nout && run < F.unget_max) {
+		const struct outstanding *o = &F.out[F.nout - 1 - run];
+
+		if (o->batch != F.batch || o->pos != F.unget_max - 1 - run)
+			break;
+		run++;
+	}
+	if (run < F.unget_max && n > run)
+		n = run;
+	want = n < F.unget_max ? n : F.unget_max;
+	got = virtq_unget(&F.vq, n);
+	CHECK(got == want);
+	F.nout -= got;
+	F.unget_max -= got;
+	F.last_avail -= got;
+	F.stats.ungot += got;
+}
+
+static void do_should_notify(void)
+{
+	bool got = virtq_should_notify(&F.vq), want;
+
+	if (F.signalled_valid && F.since_signal == 0) {
+		want = false;
+	} else if (F.event_idx) {
+		uint16_t event = le16toh(F.avail->ring[F.size]);
+
+		want = !F.signalled_valid || F.since_signal >= 65536 ||
+			vring_need_event(event, F.last_used, F.signalled);
+	} else {
+		want = !(le16toh(F.avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
+	}
+	CHECK(got == want);
+	if (F.signalled_valid && F.since_signal == 0) {
+		F.stats.notify_no++;
+		return;
+	}
+	F.signalled = F.last_used;
+	F.signalled_valid = true;
+	F.since_signal = 0;
+	if (want)
+		F.stats.notify_yes++;
+	else
+		F.stats.notify_no++;
+}
+
+static void do_chain_read(struct input *in)
+{
+	uint8_t k = in_u8(in);
+	uint16_t off = in_u16(in), len = in_u16(in);
+	const struct virtq_chain *c;
+	uint32_t got, want, i, pos = 0;
+	uint8_t *buf;
+
+	if (F.nout == 0)
+		return;
+	c = &F.out[k % F.nout].c;
+	buf = malloc(len ? len : 1);
+	CHECK(buf != NULL);
+	got = virtq_chain_read(c, off, buf, len);
+	want = off >= c->readable_len ? 0 : c->readable_len - off;
+	if (want > len)
+		want = len;
+	CHECK(got == want);
+	/* Byte b of the readable part is in the piece whose span covers it. */
+	for (i = 0; i < c->nr_readable && got != 0; i++) {
+		const uint8_t *p = c->pieces[i].addr;
+		uint32_t j;
+
+		for (j = 0; j < c->pieces[i].len; j++, pos++)
+			if (pos >= off && pos - off < got)
+				CHECK(buf[pos - off] == p[j]);
+	}
+	free(buf);
+}
+
+static bool in_writable(const struct virtq_chain *c, const uint8_t *a)
+{
+	unsigned int i;
+
+	for (i = c->nr_readable; i < c->nr_pieces; i++) {
+		const uint8_t *p = c->pieces[i].addr;
+
+		if (a >= p && a < p + c->pieces[i].len)
+			return true;
+	}
+	return false;
+}
+
+static void do_chain_write(struct input *in)
+{
+	uint8_t k = in_u8(in), v = in_u8(in);
+	uint16_t off = in_u16(in), len = in_u16(in);
+	const struct virtq_chain *c;
+	uint32_t got, want, i;
+	uint8_t *buf;
+	uint64_t j;
+
+	if (F.nout == 0)
+		return;
+	c = &F.out[k % F.nout].c;
+	buf = malloc(len ? len : 1);
+	CHECK(buf != NULL);
+	for (i = 0; i < len; i++)
+		buf[i] = (uint8_t)(v + i);
+	got = virtq_chain_write(c, off, buf, len);
+	want = off >= c->writable_len ? 0 : c->writable_len - off;
+	if (want > len)
+		want = len;
+	CHECK(got == want);
+	free(buf);
+	/* The device may change guest memory only inside this chain's writable pieces. */
+	for (i = 0; i < F.nreg; i++) {
+		struct fregion *r = &F.reg[i];
+
+		for (j = 0; j < r->size; j++) {
+			if (r->buf[j] == r->shadow[j])
+				continue;
+			CHECK(in_writable(c, &r->buf[j]));
+			r->shadow[j] = r->buf[j];
+		}
+	}
+}
+
+enum {
+	OP_SET_DESC,
+	OP_SET_DESC_RAW,
+	OP_SET_MEM_DESC,
+	OP_SET_MEM,
+	OP_POST,
+	OP_POST_RUN,
+	OP_AVAIL_IDX,
+	OP_AVAIL_FLAGS,
+	OP_USED_EVENT,
+	OP_DEQUEUE,
+	OP_COMPLETE,
+	OP_COMPLETE_ALL,
+	OP_COMPLETE_BAD,
+	OP_UNGET,
+	OP_FLUSH,
+	OP_NOTIFY,
+	OP_READ,
+	OP_WRITE,
+	OP_NO_KICKS,
+	OP_PER_ENTRY,
+	OP_COMPLETE_REPEAT,
+	OP_MAX
+};
+
+/* Kicks off: used->flags, and avail_event one step behind what was taken. */
+static void no_kicks(void)
+{
+	uint16_t ev = htole16((uint16_t)(F.last_avail - 1));
+
+	virtq_disable_guest_kicks(&F.vq);
+	F.used_model->flags = htole16(VRING_USED_F_NO_NOTIFY);
+	if (F.event_idx)
+		memcpy(&F.used_model->ring[F.size], &ev, sizeof(ev));
+}
+
+static void guest_store_avail(void)
+{
+	F.avail->idx = htole16(F.avail_idx);
+	F.avail_shadow->idx = F.avail->idx;
+}
+
+static void guest_post(uint16_t head)
+{
+	uint16_t slot = F.avail_idx & (F.size - 1);
+
+	F.avail->ring[slot] = htole16(head);
+	F.avail_shadow->ring[slot] = F.avail->ring[slot];
+	F.avail_idx++;
+	guest_store_avail();
+}
+
+static void run_op(struct input *in)
+{
+	struct vring_desc d;
+	uint16_t u, i;
+	uint8_t n, step;
+	uint64_t gpa;
+
+	switch (in_u8(in) % OP_MAX) {
+	case OP_SET_DESC:
+		u = in_u16(in) & (F.size - 1);
+		in_desc(in, &d);
+		F.desc[u] = d;
+		F.desc_shadow[u] = d;
+		break;
+	case OP_SET_DESC_RAW:
+		u = in_u16(in) & (F.size - 1);
+		for (i = 0; i < sizeof(d); i++)
+			((uint8_t *)&d)[i] = in_u8(in);
+		F.desc[u] = d;
+		F.desc_shadow[u] = d;
+		break;
+	case OP_SET_MEM_DESC:
+		gpa = GPA_BASE + in_u16(in);
+		in_desc(in, &d);
+		for (i = 0; i < sizeof(d); i++)
+			guest_poke(gpa + i, ((uint8_t *)&d)[i]);
+		break;
+	case OP_SET_MEM:
+		gpa = GPA_BASE + in_u16(in);
+		n = in_u8(in);
+		for (i = 0; i < n; i++)
+			guest_poke(gpa + i, in_u8(in));
+		break;
+	case OP_POST:
+		guest_post(in_u16(in));
+		break;
+	case OP_POST_RUN:
+		/* n heads first, first + step, ...: many chains for few bytes. */
+		n = in_u8(in);
+		u = in_u8(in);
+		step = in_u8(in);
+		for (i = 0; i < n; i++)
+			guest_post((uint16_t)(u + i * step));
+		break;
+	case OP_AVAIL_IDX:
+		F.avail_idx += in_u16(in);
+		guest_store_avail();
+		break;
+	case OP_AVAIL_FLAGS:
+		F.avail->flags = htole16(in_u16(in));
+		F.avail_shadow->flags = F.avail->flags;
+		break;
+	case OP_USED_EVENT:
+		F.avail->ring[F.size] = htole16(in_u16(in));
+		F.avail_shadow->ring[F.size] = F.avail->ring[F.size];
+		break;
+	case OP_DEQUEUE:
+		n = in_u8(in);
+		do_dequeue(n == 0xff ? F.burst : n % (F.burst + 1));
+		break;
+	case OP_COMPLETE:
+		do_complete(in);
+		break;
+	case OP_COMPLETE_ALL:
+		while (F.nout != 0) {
+			static const uint8_t first[2] = { 0, 0 };
+			struct input z = { first, sizeof(first) };
+
+			do_complete(&z);
+		}
+		break;
+	case OP_COMPLETE_BAD:
+		u = F.size + in_u16(in) % (65536 - F.size);
+		virtq_complete(&F.vq, u, in_u32(in));
+		F.stats.errors[VIRTQ_ERR_USED_ID]++;
+		break;
+	case OP_UNGET:
+		do_unget(in_u8(in));
+		break;
+	case OP_FLUSH:
+		virtq_flush(&F.vq);
+		model_publish();
+		break;
+	case OP_NOTIFY:
+		do_should_notify();
+		break;
+	case OP_READ:
+		do_chain_read(in);
+		break;
+	case OP_WRITE:
+		do_chain_write(in);
+		break;
+	case OP_NO_KICKS:
+		no_kicks();
+		break;
+	case OP_COMPLETE_REPEAT:
+		/*
+		 * One head completed again and again: a caller bug, but the cheap
+		 * way to publish 65536 entries between two notify decisions.
+		 */
+		n = in_u8(in);
+		u = in_u16(in);
+		if (u > F.repeat_budget)
+			u = F.repeat_budget;
+		F.repeat_budget -= u;
+		if (F.nout != 0)
+			complete_one(F.out[n % F.nout].c.head, F.out[n % F.nout].c.writable_len,
+					u);
+		break;
+	case OP_PER_ENTRY:
+		F.per_entry = in_u8(in) & 1;
+		virtq_set_per_entry_publish(&F.vq, F.per_entry);
+		model_publish();
+		break;
+	}
+}
+
+static void *xzalloc(size_t align, size_t len)
+{
+	void *p = aligned_alloc(align, (len + align - 1) / align * align);
+
+	CHECK(p != NULL);
+	memset(p, 0, len);
+	return p;
+}
+
+static void *xdup(const void *src, size_t len)
+{
+	void *p = malloc(len);
+
+	CHECK(p != NULL);
+	memcpy(p, src, len);
+	return p;
+}
+
+static void setup(struct input *in)
+{
+	struct guest_mem_region gr[2];
+	uint8_t cfg = in_u8(in), qlog = in_u8(in), r0_off = in_u8(in);
+	uint16_t r0_size = in_u16(in), r1_size = in_u16(in);
+	uint8_t gap = in_u8(in);
+	uint16_t avail0 = in_u16(in), used0 = in_u16(in);
+	uint8_t burst = in_u8(in), seed = in_u8(in);
+	uint64_t features = 0;
+	unsigned int i;
+	size_t j;
+
+	memset(&F, 0, offsetof(struct fuzz, out));
+	F.size = 1u << (qlog % 12);
+	F.burst = 1 + burst % 128;
+	F.event_idx = cfg & 1;
+	F.indirect = cfg & 2;
+	F.nreg = cfg & 4 ? 2 : 1;
+	F.reg[0].gpa = GPA_BASE + 16ull * r0_off;
+	F.reg[0].size = 1 + r0_size % REGION_MAX;
+	F.reg[1].gpa = F.reg[0].gpa + F.reg[0].size + 16ull * gap;
+	F.reg[1].size = 1 + r1_size % REGION_MAX;
+	for (i = 0; i < F.nreg; i++) {
+		struct fregion *r = &F.reg[i];
+		unsigned int k = cfg & 8 ? F.nreg - 1 - i : i;
+
+		/* Exact size: a byte past the end is an ASan report. */
+		r->buf = malloc(r->size);
+		CHECK(r->buf != NULL);
+		for (j = 0; j < r->size; j++)
+			r->buf[j] = (uint8_t)(seed + j * 7 + i);
+		r->shadow = xdup(r->buf, r->size);
+		gr[k].gpa = r->gpa;
+		gr[k].size = r->size;
+		gr[k].hva = (uintptr_t)r->buf;
+	}
+	CHECK(guest_mem_init(&F.mem, gr, F.nreg) == 0);
+
+	F.desc_bytes = sizeof(struct vring_desc) * F.size;
+	F.avail_bytes = sizeof(uint16_t) * (3 + F.size);
+	F.used_bytes = 4 + sizeof(struct vring_used_elem) * F.size + 2;
+	F.desc = xzalloc(16, F.desc_bytes);
+	F.avail = xzalloc(2, F.avail_bytes);
+	F.used = xzalloc(4, F.used_bytes);
+	F.avail->idx = htole16(avail0);
+	F.used->idx = htole16(used0);
+	F.desc_shadow = xdup(F.desc, F.desc_bytes);
+	F.avail_shadow = xdup(F.avail, F.avail_bytes);
+	F.used_model = xdup(F.used, F.used_bytes);
+	F.avail_idx = avail0;
+	F.last_avail = avail0;
+	F.last_used = used0;
+	F.shadow_cap = F.size < VIRTQ_SHADOW_MAX ? F.size : VIRTQ_SHADOW_MAX;
+	F.repeat_budget = 2 * 65536;
+
+	if (F.event_idx)
+		features |= 1ull << VIRTIO_RING_F_EVENT_IDX;
+	if (F.indirect)
+		features |= 1ull << VIRTIO_RING_F_INDIRECT_DESC;
+	CHECK(virtq_init(&F.vq, &F.mem, F.desc, F.avail, F.used, F.size, avail0, used0,
+			features) == 0);
+	if (cfg & 16) {
+		F.per_entry = true;
+		virtq_set_per_entry_publish(&F.vq, true);
+	}
+	if (cfg & 32)
+		no_kicks();
+}
+
+static void teardown(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < F.nreg; i++) {
+		free(F.reg[i].buf);
+		free(F.reg[i].shadow);
+	}
+	free(F.desc);
+	free(F.desc_shadow);
+	free(F.avail);
+	free(F.avail_shadow);
+	free(F.used);
+	free(F.used_model);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct input in = { data, size };
+	unsigned int ops;
+
+	setup(&in);
+	check_state();
+	for (ops = 0; ops < MAX_OPS && in.n != 0; ops++) {
+		run_op(&in);
+		check_state();
+	}
+	teardown();
+	return 0;
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Write the seed corpus of tests/fuzz/corpus/<target>/ (committed; rerun after
+changing an input layout). Each seed is a small well-formed scenario the
+fuzzer mutates from; the layouts are described at the top of each target."""
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# fuzz_virtq.c opcodes, in enum order.
+(SET_DESC, SET_DESC_RAW, SET_MEM_DESC, SET_MEM, POST, POST_RUN, AVAIL_IDX,
+ AVAIL_FLAGS, USED_EVENT, DEQUEUE, COMPLETE, COMPLETE_ALL, COMPLETE_BAD, UNGET,
+ FLUSH, NOTIFY, READ, WRITE, NO_KICKS, PER_ENTRY, COMPLETE_REPEAT) = range(21)
+EVENT_IDX, INDIRECT, TWO_REGIONS, R1_FIRST, PER_ENTRY_CFG, NO_KICKS_CFG = (
+    1, 2, 4, 8, 16, 32)
+NEXT, WRITEF, INDIR = 1, 2, 4
+
+
+def vq_header(cfg, qlog, r0_size, r1_size=1, gap=0, avail0=0, used0=0, burst=31,
+              r0_off=0, seed=1):
+    return struct.pack('<BBBHHBHHBB', cfg, qlog, r0_off, r0_size - 1, r1_size - 1,
+                       gap, avail0, used0, burst, seed)
+
+
+def desc(addr, length, flags, nxt=0, mode=0):
+    return struct.pack('<BHHBB', mode, addr, length, flags, nxt)
+
+
+def set_desc(i, *a, **k):
+    return struct.pack('<BH', SET_DESC, i) + desc(*a, **k)
+
+
+def set_mem_desc(off, *a, **k):
+    return struct.pack('<BH', SET_MEM_DESC, off) + desc(*a, **k)
+
+
+def op(code, fmt='', *args):
+    return struct.pack('<B' + fmt, code, *args)
+
+
+def virtq_seeds():
+    # Header then payload buffer in one region, read and written back.
+    yield 'basic', (vq_header(0, 4, 4096) +
+                    set_desc(0, 0x100, 44, NEXT, 1) + set_desc(1, 0x200, 100, WRITEF) +
+                    op(POST, 'H', 0) + op(DEQUEUE, 'B', 0xff) +
+                    op(READ, 'BHH', 0, 0, 44) + op(WRITE, 'BBHH', 0, 7, 0, 100) +
+                    op(COMPLETE, 'BB', 0, 0) + op(FLUSH) + op(NOTIFY))
+    # Adjacent regions, buffers across the boundary, indices about to wrap,
+    # EVENT_IDX, unget and dequeue again.
+    s = vq_header(EVENT_IDX | TWO_REGIONS, 3, 512, 512, avail0=65533, used0=65533)
+    for i in range(4):
+        s += set_desc(i, 0x1c0 + i * 0x10, 0x80, WRITEF)
+    s += (op(POST_RUN, 'BBB', 4, 0, 1) + op(DEQUEUE, 'B', 0xff) + op(UNGET, 'B', 2) +
+          op(DEQUEUE, 'B', 0xff) + op(USED_EVENT, 'H', 65534) +
+          op(COMPLETE_ALL) + op(FLUSH) + op(NOTIFY) + op(NOTIFY))
+    yield 'wrap-two-regions', s
+    # Indirect table straddling the two regions (scattered table walk).
+    s = vq_header(INDIRECT | TWO_REGIONS, 2, 256, 256)
+    s += set_mem_desc(0xf0, 0x10, 44, NEXT, 1)
+    s += set_mem_desc(0x100, 0x40, 60, NEXT, 2)
+    s += set_mem_desc(0x110, 0x180, 100, WRITEF)
+    s += set_desc(0, 0xf0, 48, INDIR)
+    s += (op(POST, 'H', 0) + op(DEQUEUE, 'B', 1) + op(READ, 'BHH', 0, 10, 80) +
+          op(COMPLETE, 'BB', 0, 0) + op(FLUSH))
+    yield 'indirect-split', s
+    # A guest moving avail->idx too far: broken, and it stays so.
+    yield 'avail-overrun', (vq_header(0, 2, 64) + set_desc(0, 0, 8, 0) +
+                            op(POST, 'H', 0) + op(AVAIL_IDX, 'H', 100) +
+                            op(DEQUEUE, 'B', 0xff) + op(DEQUEUE, 'B', 0xff))
+    # A descriptor loop after a good chain.
+    yield 'loop', (vq_header(0, 1, 64) + set_desc(0, 0, 8, 0) +
+                   set_desc(1, 8, 8, NEXT, 1) + op(POST, 'H', 0) + op(POST, 'H', 1) +
+                   op(DEQUEUE, 'B', 0xff) + op(UNGET, 'B', 1) + op(COMPLETE, 'BB', 0, 0) +
+                   op(FLUSH))
+    # Per-entry publication, kicks off, a bogus completion, no-interrupt flag.
+    s = vq_header(PER_ENTRY_CFG | NO_KICKS_CFG | EVENT_IDX, 5, 2048)
+    s += set_desc(0, 0x400, 16, WRITEF)
+    s += (op(POST_RUN, 'BBB', 3, 0, 0) + op(DEQUEUE, 'B', 2) + op(COMPLETE, 'BBI', 1, 1, 5) +
+          op(COMPLETE_BAD, 'HI', 3, 1) + op(NOTIFY) + op(PER_ENTRY, 'B', 0) +
+          op(AVAIL_FLAGS, 'H', 1) + op(NO_KICKS) + op(DEQUEUE, 'B', 0xff) +
+          op(COMPLETE_ALL) + op(FLUSH) + op(NOTIFY))
+    yield 'per-entry', s
+    # 65536 entries published between two decisions: used->idx is back where
+    # the guest was last told, and the device must still notify.
+    yield 'notify-wrap', (vq_header(EVENT_IDX, 4, 64) + set_desc(0, 0, 8, WRITEF) +
+                          op(POST, 'H', 0) + op(DEQUEUE, 'B', 1) +
+                          op(COMPLETE_REPEAT, 'BH', 0, 1) + op(FLUSH) + op(NOTIFY) +
+                          op(COMPLETE_REPEAT, 'BH', 0, 65535) +
+                          op(COMPLETE_REPEAT, 'BH', 0, 1) + op(FLUSH) + op(NOTIFY))
+
+
+def vsock_hdr(src, dst, sport, dport, length, typ, opc, flags=0, buf_alloc=65536, fwd=0):
+    return struct.pack('<QQIIIHHIII', src, dst, sport, dport, length, typ, opc, flags,
+                       buf_alloc, fwd)
+
+
+def pkt(cfg, cid, body, readable=None, reply=(3, 0, 65536, 0)):
+    s = struct.pack('<B', cfg) + struct.pack('<Q' if cfg & 4 else '<B', cid)
+    if cfg & 2:
+        s += struct.pack('<I', readable)
+    return s + struct.pack('<BIII', *reply) + body
+
+
+def vsock_seeds():
+    yield 'request', pkt(0, 3, vsock_hdr(3, 2, 1234, 5000, 0, 1, 1))
+    yield 'rw-stream', pkt(0, 3, vsock_hdr(3, 2, 1234, 5000, 10, 1, 5) + b'0123456789')
+    yield 'rw-seqpacket', pkt(1, 3, vsock_hdr(3, 2, 1, 2, 4, 2, 5, flags=3) + b'abcd')
+    yield 'shutdown', pkt(4, 0x1_0000_0003, vsock_hdr(3, 2, 1, 2, 0, 1, 4, flags=3))
+    yield 'truncated', pkt(2, 3, vsock_hdr(3, 2, 1, 2, 100, 1, 5) + b'x' * 10, readable=60)
+    yield 'short', pkt(0, 3, vsock_hdr(3, 2, 1, 2, 0, 1, 1)[:20])
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, 'corpus')
+    for target, seeds in (('virtq', virtq_seeds()), ('vsock_pkt', vsock_seeds())):
+        d = os.path.join(out, target)
+        os.makedirs(d, exist_ok=True)
+        for name, data in seeds:
+            with open(os.path.join(d, 'seed-' + name), 'wb') as f:
+                f.write(data)
+
+
+if __name__ == '__main__':
+    main()
