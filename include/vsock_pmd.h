@@ -11,6 +11,7 @@
  * lcore stays free for control work. vsock_pmd_stop() undoes everything.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/un.h>
 
@@ -62,6 +63,173 @@ int vsock_pmd_start(const struct vsock_pmd_conf *conf);
  * Safe to call when vsock_pmd_start() failed or was never called.
  */
 void vsock_pmd_stop(void);
+
+/*
+ * Operating a running accelerator: statistics and live settings.
+ *
+ * Every function below may be called from any control thread (the main lcore, a
+ * console, the telemetry thread) while vsock_pmd_start() is in effect; before it and
+ * after vsock_pmd_stop() they return -ENODEV. None of them slows the datapath: the
+ * worker lcores keep plain per-lcore counters that these calls only read.
+ */
+
+/** "Every VM" for vsock_pmd_stats_clear(). */
+#define VSOCK_PMD_CID_ALL UINT64_MAX
+/** Room for the named error counters of one VM (protocol errors by kind). */
+#define VSOCK_PMD_ERR_MAX 48
+/** Longest connection state or error name, NUL included. */
+#define VSOCK_PMD_NAME_MAX 24
+
+/** A VM's two virtqueues, as virtio-vsock numbers them. */
+enum vsock_pmd_queue {
+	VSOCK_PMD_Q_RX = 0,	/**< host -> guest */
+	VSOCK_PMD_Q_TX = 1,	/**< guest -> host */
+	VSOCK_PMD_NB_QUEUES
+};
+
+/** Counters of one virtqueue. */
+struct vsock_pmd_queue_stats {
+	uint64_t packets;		/**< descriptor chains completed */
+	uint64_t bursts;		/**< polls that moved at least one packet */
+	uint64_t used_idx_flushes;	/**< used->idx stores (batches made visible) */
+	uint64_t interrupts;		/**< interrupts sent to the guest */
+	uint64_t kicks;			/**< guest notifications seen (polled: needs none) */
+	uint64_t ring_errors;		/**< malformed chains (the queue is then stopped) */
+	/** Bursts by packets moved, counted while record-burst-stats is on. */
+	uint64_t burst_hist[VSOCK_PMD_BURST_MAX + 1];
+};
+
+/** One named error counter, e.g. { "hdr_op", 2 }. */
+struct vsock_pmd_err_count {
+	char name[VSOCK_PMD_NAME_MAX];
+	uint64_t count;
+};
+
+/** Counters of one VM since start (or since the last vsock_pmd_stats_clear()). */
+struct vsock_pmd_vm_stats {
+	uint64_t cid;
+	uint64_t from_guest_pkts;	/**< vsock packets taken from the guest */
+	uint64_t from_guest_bytes;	/**< their payload bytes */
+	uint64_t to_guest_pkts;		/**< vsock packets written to the guest */
+	uint64_t to_guest_bytes;	/**< their payload bytes */
+	uint64_t host_read_bytes;	/**< read from host sockets */
+	uint64_t host_written_bytes;	/**< written to host sockets */
+	struct vsock_pmd_queue_stats q[VSOCK_PMD_NB_QUEUES];
+	uint64_t conns_opened;		/**< connections established */
+	uint64_t conns_closed;		/**< ended by shutdown or a peer's close */
+	uint64_t conns_reset;		/**< ended by an RST we sent (error, timeout) */
+	uint64_t conns_refused;		/**< guest connects nobody accepted */
+	uint64_t conns_table_full;	/**< connects refused: connection table full */
+	uint64_t credit_stalls;		/**< host data held back: the guest had no credit */
+	uint64_t mempool_exhausted;	/**< packets left in the ring: no buffer */
+	uint64_t tx_backpressure;	/**< guest bursts cut short by the connections */
+	uint64_t rx_ring_full;		/**< polls with data owed and no guest buffer */
+	uint64_t rst_dropped;		/**< RSTs not sent: their queue was full */
+	uint64_t short_packets;		/**< tx chains shorter than a header */
+	uint64_t small_rx_buffers;	/**< rx buffers too small for a header */
+	uint64_t errors_total;		/**< sum of errors[] */
+	unsigned int nb_errors;
+	/** Protocol errors by kind: hdr_* (bad header), conn_* (protocol), ring_* (virtqueue). */
+	struct vsock_pmd_err_count errors[VSOCK_PMD_ERR_MAX];
+};
+
+/** Counters of one worker lcore. */
+struct vsock_pmd_lcore_stats {
+	unsigned int lcore_id;
+	unsigned int nb_vms;		/**< VMs it polls now */
+	uint64_t polls;			/**< rounds over its VMs */
+	uint64_t busy_polls;		/**< rounds that found work; the rest were empty */
+	/* While record-core-cycles is on: */
+	uint64_t cycles;		/**< TSC cycles of all rounds */
+	uint64_t busy_cycles;		/**< TSC cycles of busy rounds */
+	uint64_t cycles_pkts;		/**< packets those busy rounds moved */
+};
+
+/** What a VM is doing now (not counters: never cleared). */
+struct vsock_pmd_vm_info {
+	uint64_t cid;
+	char socket_path[VSOCK_PMD_PATH_MAX + 1];
+	char uds_path[VSOCK_PMD_PATH_MAX + 1];
+	bool running;		/**< a guest driver is attached and its rings are polled */
+	int lcore;		/**< lcore polling it, -1 when not running */
+	uint64_t features;	/**< virtio features negotiated (valid while running) */
+	uint16_t ring_size[VSOCK_PMD_NB_QUEUES];
+	bool ring_broken[VSOCK_PMD_NB_QUEUES];	/**< stopped: the guest broke the ring */
+	uint32_t conns;		/**< open connections */
+};
+
+/** Settings in force. */
+struct vsock_pmd_config {
+	unsigned int main_lcore;
+	unsigned int nb_lcores;		/**< worker lcores */
+	unsigned int nb_vms;
+	unsigned int burst;
+	bool paused;			/**< vsock_pmd_pause() in effect */
+	bool record_burst_stats;
+	bool record_core_cycles;
+	uint64_t tsc_hz;		/**< for cycles and rates */
+};
+
+/** One connection, as vsock_pmd_conns_get() reports it. */
+struct vsock_pmd_conn_info {
+	uint32_t guest_port;
+	uint32_t host_port;
+	char type[VSOCK_PMD_NAME_MAX];	/**< "stream" or "seqpacket" */
+	char state[VSOCK_PMD_NAME_MAX];	/**< "connecting", "established", "closing", ... */
+	/* Byte counters of the vsock protocol: they wrap at 2^32. */
+	uint32_t from_guest_bytes;	/**< received from the guest (rx_cnt) */
+	uint32_t to_guest_bytes;	/**< sent to the guest (tx_cnt) */
+	/* Credit both ways: what each side may still send before it must wait. */
+	uint32_t guest_credit;		/**< bytes the guest may still send us */
+	uint32_t our_buf_alloc;		/**< our receive buffer, as advertised */
+	uint32_t host_credit;		/**< bytes we may still send the guest */
+	uint32_t peer_buf_alloc;	/**< the guest's receive buffer */
+	uint32_t queued_to_host;	/**< guest bytes waiting for the host socket */
+	uint32_t queued_to_guest;	/**< host bytes waiting for guest buffers or credit */
+};
+
+/** Settings in force. @return 0 or -ENODEV. */
+int vsock_pmd_config_get(struct vsock_pmd_config *conf);
+
+/** State of VM number @p idx (0..nb_vms-1, command-line order). @return 0, -ENODEV, -ENOENT. */
+int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info);
+
+/** Counters of VM @p cid. @return 0, -ENODEV, or -ENOENT (no such VM). */
+int vsock_pmd_vm_stats_get(uint64_t cid, struct vsock_pmd_vm_stats *st);
+
+/** Counters of worker lcore number @p idx (0..nb_lcores-1). @return 0, -ENODEV, -ENOENT. */
+int vsock_pmd_lcore_stats_get(unsigned int idx, struct vsock_pmd_lcore_stats *st);
+
+/**
+ * Restart the counters of VM @p cid, or of every VM and lcore (VSOCK_PMD_CID_ALL), from
+ * zero as the getters see them. @return 0, -ENODEV, -ENOENT.
+ */
+int vsock_pmd_stats_clear(uint64_t cid);
+
+/**
+ * The connections of VM @p cid: up to @p max of them into @p out, read on the VM's lcore
+ * between two polls. @return the number of open connections (may exceed @p max),
+ * -ENODEV, -ENOENT.
+ */
+int vsock_pmd_conns_get(uint64_t cid, struct vsock_pmd_conn_info *out, unsigned int max);
+
+/** Packets per virtqueue per poll for every VM, at once. @return 0, -ENODEV, -EINVAL. */
+int vsock_pmd_set_burst(unsigned int burst);
+
+/** Count bursts by size (the histogram of struct vsock_pmd_queue_stats). */
+int vsock_pmd_set_record_burst_stats(bool on);
+
+/** Measure the cycles of every poll on every lcore (cycles per packet). */
+int vsock_pmd_set_record_core_cycles(bool on);
+
+/**
+ * Stop polling: returns once no poll is in progress. The rings keep their descriptors and
+ * host sockets their data; guests may attach and detach meanwhile. @return 0 or -ENODEV.
+ */
+int vsock_pmd_pause(void);
+
+/** Poll again after vsock_pmd_pause(). @return 0 or -ENODEV. */
+int vsock_pmd_resume(void);
 
 #ifdef __cplusplus
 }

@@ -67,6 +67,17 @@ int app_burst_parse(const char *s, unsigned int *burst, char *err, size_t err_le
 	return 0;
 }
 
+int app_stats_period_parse(const char *s, unsigned int *period, char *err, size_t err_len)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) < 0 || v < 1 || v > APP_STATS_PERIOD_MAX)
+		return fail(err, err_len, "statistics period '%s' is not a number of seconds "
+			    "in 1..%u", s, APP_STATS_PERIOD_MAX);
+	*period = (unsigned int)v;
+	return 0;
+}
+
 static int copy_path(char *dst, const char *val, const char *key, size_t max,
 		     char *err, size_t err_len)
 {
@@ -129,12 +140,14 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 	return 0;
 }
 
-enum { OPT_VM = 256, OPT_CONFIG, OPT_BURST };
+enum { OPT_VM = 256, OPT_CONFIG, OPT_BURST, OPT_STATS_PERIOD };
 
 static const struct option long_opts[] = {
 	{ "vm", required_argument, NULL, OPT_VM },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "burst", required_argument, NULL, OPT_BURST },
+	{ "interactive", no_argument, NULL, 'i' },
+	{ "stats-period", required_argument, NULL, OPT_STATS_PERIOD },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -146,7 +159,7 @@ int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size
 	/* 0 makes glibc reinitialise getopt: the EAL or an earlier call used it. */
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:h", long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:hi", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_VM:
 			if (app_vm_add(optarg, opts, err, err_len) < 0)
@@ -159,6 +172,13 @@ int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size
 		case OPT_BURST:
 			if (app_burst_parse(optarg, &opts->pmd.burst, err, err_len) < 0)
 				return -1;
+			break;
+		case OPT_STATS_PERIOD:
+			if (app_stats_period_parse(optarg, &opts->stats_period, err, err_len) < 0)
+				return -1;
+			break;
+		case 'i':
+			opts->interactive = true;
 			break;
 		case 'h':
 			opts->help = true;

@@ -11,6 +11,10 @@
 struct app_opts {
 	struct vsock_pmd_conf pmd;
 	bool help;
+	/** -i: a command console on stdin (console.h). */
+	bool interactive;
+	/** --stats-period: seconds between statistics displays, 0 for none. */
+	unsigned int stats_period;
 };
 
 /** Room for one error message; every parser writes a sentence naming the problem. */
@@ -20,7 +24,8 @@ void app_opts_init(struct app_opts *opts);
 
 /**
  * Parse the application arguments (argv[0] is the program name). Options:
- * --vm cid=N,socket=PATH,uds=PATH (repeatable), --config FILE, --burst N, -h/--help.
+ * --vm cid=N,socket=PATH,uds=PATH (repeatable), --config FILE, --burst N, -i/--interactive,
+ * --stats-period S, -h/--help.
  * Does not validate across VMs: call app_opts_validate() afterwards.
  * @return 0, or -1 with @p err filled.
  */
@@ -31,6 +36,12 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 
 /** Parse a burst size (1..VSOCK_PMD_BURST_MAX). */
 int app_burst_parse(const char *s, unsigned int *burst, char *err, size_t err_len);
+
+/** Longest --stats-period, in seconds (a day). */
+#define APP_STATS_PERIOD_MAX 86400
+
+/** Parse a statistics period in seconds (1..APP_STATS_PERIOD_MAX). */
+int app_stats_period_parse(const char *s, unsigned int *period, char *err, size_t err_len);
 
 /**
  * Read a configuration file: one long option per line without the leading

@@ -40,7 +40,9 @@ static int config_line(char *line, struct app_opts *opts, char *err, size_t err_
 		return app_vm_add(val, opts, err, err_len);
 	if (strcmp(key, "burst") == 0)
 		return app_burst_parse(val, &opts->pmd.burst, err, err_len);
-	snprintf(err, err_len, "unknown key '%s' (expected vm, burst)", key);
+	if (strcmp(key, "stats-period") == 0)
+		return app_stats_period_parse(val, &opts->stats_period, err, err_len);
+	snprintf(err, err_len, "unknown key '%s' (expected vm, burst, stats-period)", key);
 	return -1;
 }
 

@@ -4,10 +4,14 @@
  * arguments are checked before the EAL starts, so a typo costs no hugepage
  * setup and leaves no socket behind.
  */
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -17,13 +21,8 @@
 #include <vsock_pmd.h>
 
 #include "args.h"
-
-static volatile sig_atomic_t quit_signal;
-
-static void on_signal(int sig)
-{
-	quit_signal = sig;
-}
+#include "console.h"
+#include "display.h"
 
 static void usage(const char *prog)
 {
@@ -34,9 +33,79 @@ static void usage(const char *prog)
 	       "        uds     hybrid vsock Unix socket for host programs\n"
 	       "  --config FILE   read options from FILE, one per line (\"vm ...\", \"burst N\")\n"
 	       "  --burst N       packets per virtqueue per poll, 1..%u (default %u)\n"
+	       "  -i, --interactive  operator console on stdin (\"help\" lists its commands)\n"
+	       "  --stats-period S   print the statistics every S seconds\n"
 	       "  -h, --help      this text\n"
-	       "The main lcore does control work; every other EAL lcore polls VMs.\n",
+	       "The main lcore does control work; every other EAL lcore polls VMs.\n"
+	       "Counters are also served as telemetry: dpdk-telemetry.py, /vsock/...\n",
 	       prog, VSOCK_PMD_BURST_MAX, VSOCK_PMD_BURST_DEFAULT);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * The main lcore's life once the accelerator runs: wait for a stop signal, serve the
+ * console and print the periodic statistics, all from one poll() so none waits for
+ * another. Returns the signal that ended it, or 0 when the operator quit.
+ */
+static int serve(const struct app_opts *opts, const sigset_t *stop_sigs)
+{
+	uint64_t period_ms = (uint64_t)opts->stats_period * 1000;
+	uint64_t next = now_ms() + period_ms;
+	struct console *con = NULL;
+	int sfd, sig = 0;
+
+	sfd = signalfd(-1, stop_sigs, SFD_CLOEXEC);
+	if (sfd < 0) {
+		fprintf(stderr, "signalfd: %s\n", strerror(errno));
+		return SIGTERM;
+	}
+	if (opts->interactive) {
+		con = console_open();
+		if (!con)
+			fprintf(stderr, "cannot start the console; running without it\n");
+	}
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = STDIN_FILENO, .events = POLLIN },
+		};
+		int timeout = -1;
+
+		if (period_ms) {
+			uint64_t now = now_ms();
+
+			timeout = next > now ? (int)(next - now) : 0;
+		}
+		if (poll(pfd, con ? 2 : 1, timeout) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				sig = (int)si.ssi_signo;
+			break;
+		}
+		if (con && pfd[1].revents && !console_input(con))
+			break;
+		if (period_ms && now_ms() >= next) {
+			display_stats();
+			next += period_ms;
+			if (next <= now_ms())
+				next = now_ms() + period_ms;
+			if (con)
+				console_redisplay(con);
+		}
+	}
+	console_close(con);
+	close(sfd);
+	return sig;
 }
 
 /* Index of the "--" that ends the EAL arguments, or argc if there is none. */
@@ -55,10 +124,9 @@ int main(int argc, char **argv)
 {
 	static struct app_opts opts;
 	char err[APP_ERR_LEN];
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigset_t stop_sigs, wait_mask;
+	sigset_t stop_sigs;
 	int sep = find_separator(argc, argv);
-	int rc;
+	int rc, sig;
 
 	app_opts_init(&opts);
 	/* argv[sep] ("--") stands in for the program name of the application part. */
@@ -75,16 +143,16 @@ int main(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 
+	/* Console output and log lines interleave in the order they happen, even in a file. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	/*
 	 * Block the stop signals before the EAL and vhost create their threads, so
-	 * that those threads inherit the mask and only sigsuspend() below takes them.
+	 * that those threads inherit the mask and only the signalfd in serve() takes them.
 	 */
 	sigemptyset(&stop_sigs);
 	sigaddset(&stop_sigs, SIGINT);
 	sigaddset(&stop_sigs, SIGTERM);
-	sigprocmask(SIG_BLOCK, &stop_sigs, &wait_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	sigprocmask(SIG_BLOCK, &stop_sigs, NULL);
 
 	rc = rte_eal_init(sep, argv);
 	if (rc < 0) {
@@ -104,10 +172,11 @@ int main(int argc, char **argv)
 	       rte_lcore_count() == 2 ? "" : "s");
 	fflush(stdout);
 
-	while (!quit_signal)
-		sigsuspend(&wait_mask);
-
-	printf("dpdk-vsock-app: signal %d, shutting down\n", (int)quit_signal);
+	sig = serve(&opts, &stop_sigs);
+	if (sig)
+		printf("dpdk-vsock-app: signal %d, shutting down\n", sig);
+	else
+		printf("dpdk-vsock-app: quit, shutting down\n");
 	vsock_pmd_stop();
 	rte_eal_cleanup();
 	return EXIT_SUCCESS;

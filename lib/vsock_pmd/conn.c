@@ -33,6 +33,8 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
+#include <vsock_pmd.h>
+
 #include "conn.h"
 #include "ep_uds.h"
 
@@ -1270,6 +1272,14 @@ unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int
 		}
 		work_add(t, c);
 	}
+	return work + conn_service_host(t, now_tsc, budget > work ? budget - work : 0);
+}
+
+unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget)
+{
+	unsigned int work = 0;
+
+	t->now = now_tsc;
 	while (!TAILQ_EMPTY(&t->timers) && TAILQ_FIRST(&t->timers)->deadline <= now_tsc) {
 		timer_expire(t, TAILQ_FIRST(&t->timers));
 		work++;
@@ -1453,4 +1463,56 @@ uint32_t conn_count(const struct conn_table *t)
 const struct conn_stats *conn_table_stats(const struct conn_table *t)
 {
 	return &t->stats;
+}
+
+/* ---- snapshot for operators ---- */
+
+static const char *state_name(uint8_t state)
+{
+	switch (state) {
+	case CS_LINE:
+		return "connect_line";
+	case CS_REQUEST:
+		return "connecting";
+	case CS_ESTABLISHED:
+		return "established";
+	case CS_CLOSING:
+		return "closing";
+	case CS_DEAD:
+		return "reset";
+	default:
+		return "free";
+	}
+}
+
+uint32_t conn_table_snapshot(const struct conn_table *t, struct vsock_pmd_conn_info *out,
+			     uint32_t max)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < t->conf.max_conns && n < max; i++) {
+		const struct conn *c = &t->conns[i];
+		uint32_t held = c->rx_cnt - c->fwd_cnt;
+		struct vsock_pmd_conn_info *o;
+
+		if (c->state == CS_FREE)
+			continue;
+		o = &out[n++];
+		*o = (struct vsock_pmd_conn_info){
+			.guest_port = c->guest_port,
+			.host_port = c->host_port,
+			.from_guest_bytes = c->rx_cnt,
+			.to_guest_bytes = c->tx_cnt,
+			.guest_credit = held >= t->conf.buf_alloc ? 0 : t->conf.buf_alloc - held,
+			.our_buf_alloc = t->conf.buf_alloc,
+			.host_credit = peer_credit(c),
+			.peer_buf_alloc = c->peer_buf_alloc,
+			.queued_to_host = c->txq.bytes,
+			.queued_to_guest = c->rxq.bytes,
+		};
+		snprintf(o->type, sizeof(o->type), "%s",
+			 c->type == VIRTIO_VSOCK_TYPE_SEQPACKET ? "seqpacket" : "stream");
+		snprintf(o->state, sizeof(o->state), "%s", state_name(c->state));
+	}
+	return t->nb_used;
 }

@@ -145,10 +145,27 @@ bool conn_has_output(const struct conn_table *t);
  */
 unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget);
 
+/**
+ * conn_poll_host() without asking the kernel for new socket events: serve the connections
+ * already known to have work, and the timers. For rounds where a readiness syscall would cost
+ * more than it could bring.
+ */
+unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget);
+
 /** Open connections, CONNECT lines in progress included. */
 uint32_t conn_count(const struct conn_table *t);
 
 /** The table's counters. */
 const struct conn_stats *conn_table_stats(const struct conn_table *t);
+
+struct vsock_pmd_conn_info;
+
+/**
+ * Describe the open connections (CONNECT lines in progress included), in slot order: up to
+ * @p max into @p out. On the table's lcore only, between packets.
+ * @return the number of open connections, which may exceed @p max.
+ */
+uint32_t conn_table_snapshot(const struct conn_table *t, struct vsock_pmd_conn_info *out,
+			     uint32_t max);
 
 #endif /* VSOCK_PMD_CONN_H */

@@ -13,6 +13,7 @@
  * between polls without hiding completions from the guest.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -25,6 +26,7 @@
 #include "conn.h"
 #include "datapath.h"
 #include "device.h"
+#include "log.h"
 #include "virtq_split.h"
 
 #define VSOCK_HDR_LEN sizeof(struct virtio_vsock_hdr)
@@ -44,7 +46,7 @@ static inline void send_notification(struct vsock_dev *dev, uint16_t q)
 	rte_vhost_set_vring_base(dev->vid, q, vq->last_avail_idx, vq->last_used_idx);
 	if (rte_vhost_vring_call_nonblock(dev->vid, q) != -EAGAIN) {
 		dev->notify_pending[q] = false;
-		dev->stats.guest_notifications++;
+		dev->stats.guest_notifications[q]++;
 	}
 }
 
@@ -55,6 +57,50 @@ static inline void notify_guest(struct vsock_dev *dev, uint16_t q)
 		dev->notify_pending[q] = true;
 	if (dev->notify_pending[q])
 		send_notification(dev, q);
+}
+
+/*
+ * A queue the guest broke (bad index, loop, address outside its memory) is
+ * no longer used; say so once, with the reason, and leave the rest of the
+ * device and every other VM running.
+ */
+static void report_broken(struct vsock_dev *dev, uint16_t q)
+{
+	if (dev->broken_reported[q])
+		return;
+	dev->broken_reported[q] = true;
+	VSOCK_LOG(ERR, "VM cid %" PRIu64 ": %s queue stopped: guest broke the ring (%s)",
+		  dev->conf.cid, q == VSOCK_VQ_RX ? "rx" : "tx",
+		  virtq_err_str(dev->vq[q].broken_reason));
+}
+
+/*
+ * A packet too short to hold a header names no connection, so there is nobody to answer:
+ * it is dropped and counted, and only the first one of the device is logged, so that a
+ * guest cannot flood the log.
+ */
+static void report_short(struct vsock_dev *dev, uint32_t len)
+{
+	if (dev->stats.short_packets++ == 0)
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": dropped a tx packet of %u bytes, shorter than "
+			  "the %zu-byte header (counted in short_packets, logged once)",
+			  dev->conf.cid, len, VSOCK_HDR_LEN);
+}
+
+/* The burst size the control side last set ("set burst"): any value in 1..BURST_MAX is safe. */
+static inline uint16_t burst_size(const struct vsock_dev *dev)
+{
+	return (uint16_t)__atomic_load_n(&dev->burst, __ATOMIC_RELAXED);
+}
+
+/* A burst that moved @p n packets; the histogram costs a branch unless switched on. */
+static inline void count_burst(struct vsock_dev *dev, uint16_t q, uint16_t n)
+{
+	if (n == 0)
+		return;
+	dev->stats.bursts[q]++;
+	if (unlikely(__atomic_load_n(&dev->record_bursts, __ATOMIC_RELAXED)))
+		dev->stats.burst_hist[q][n]++;
 }
 
 /* The readable bytes of @p c after @p skip, as an iovec. */
@@ -96,7 +142,9 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 	struct iovec iov[VIRTQ_CHAIN_MAX_PIECES];
 	uint16_t i, n;
 
-	n = virtq_dequeue_burst(vq, s->chains, dev->burst);
+	n = virtq_dequeue_burst(vq, s->chains, burst_size(dev));
+	if (unlikely(vq->broken))
+		report_broken(dev, VSOCK_VQ_TX);
 	for (i = 0; i < n; i++) {
 		const struct virtq_chain *c = &s->chains[i];
 		struct virtio_vsock_hdr hdr;
@@ -104,7 +152,7 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 
 		/* One copy of the header: the guest may rewrite its buffer while we parse it. */
 		if (unlikely(virtq_chain_read(c, 0, &hdr, VSOCK_HDR_LEN) < VSOCK_HDR_LEN)) {
-			dev->stats.short_packets++;
+			report_short(dev, c->readable_len);
 			virtq_complete(vq, c->head, 0);
 			continue;
 		}
@@ -120,6 +168,7 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 	}
 	/* End of burst: the guest may be waiting for these buffers to send more. */
 	virtq_flush(vq);
+	count_burst(dev, VSOCK_VQ_TX, n);
 	if (n)
 		notify_guest(dev, VSOCK_VQ_TX);
 	return n;
@@ -133,7 +182,9 @@ static unsigned int host_to_guest(struct vsock_dev *dev, struct datapath_scratch
 
 	if (!conn_has_output(dev->conns))
 		return 0;
-	n = virtq_dequeue_burst(vq, s->chains, dev->burst);
+	n = virtq_dequeue_burst(vq, s->chains, burst_size(dev));
+	if (unlikely(vq->broken))
+		report_broken(dev, VSOCK_VQ_RX);
 	for (i = 0; i < n; i++) {
 		const struct virtq_chain *c = &s->chains[i];
 		uint32_t len = 0;
@@ -153,6 +204,7 @@ static unsigned int host_to_guest(struct vsock_dev *dev, struct datapath_scratch
 	}
 	/* End of burst: the guest reads nothing until used->idx moves. */
 	virtq_flush(vq);
+	count_burst(dev, VSOCK_VQ_RX, done);
 	if (done)
 		notify_guest(dev, VSOCK_VQ_RX);
 	else if (n == 0 && conn_has_output(dev->conns))
@@ -164,9 +216,23 @@ unsigned int vsock_dev_poll(struct vsock_dev *dev, struct datapath_scratch *s)
 {
 	unsigned int work;
 
+	uint64_t now;
+
 	work = guest_to_host(dev, s);
-	work += conn_poll_host(dev->conns, rte_get_tsc_cycles(), HOST_POLL_BUDGET);
+	now = rte_get_tsc_cycles();
+	/*
+	 * Socket readiness costs an epoll_wait syscall. While the rings are busy it
+	 * would take a third of the lcore at every round, so it is asked at most every
+	 * host_epoll_interval then; idle rounds ask every time and react at once.
+	 */
+	if (!dev->rings_busy || now - dev->host_epoll_tsc >= dev->host_epoll_interval) {
+		dev->host_epoll_tsc = now;
+		work += conn_poll_host(dev->conns, now, HOST_POLL_BUDGET);
+	} else {
+		work += conn_service_host(dev->conns, now, HOST_POLL_BUDGET);
+	}
 	work += host_to_guest(dev, s);
+	dev->rings_busy = work != 0;
 	/* A notification the control thread's lock deferred is retried even when idle. */
 	if (unlikely(dev->notify_pending[VSOCK_VQ_RX]))
 		send_notification(dev, VSOCK_VQ_RX);

@@ -19,6 +19,7 @@
 #include <linux/virtio_vsock.h>
 
 #include <rte_byteorder.h>
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
@@ -28,6 +29,7 @@
 #include "device.h"
 #include "ep_uds.h"
 #include "log.h"
+#include "stats.h"
 #include "vhost_user_msg.h"
 #include "worker.h"
 
@@ -41,6 +43,9 @@
 /* Payload mbufs: enough for every connection of a VM to have some data queued. */
 #define MBUFS_PER_VM 8192
 #define MBUF_CACHE 256
+
+/* Longest a busy device goes without asking the kernel which host sockets are ready. */
+#define HOST_EPOLL_BUSY_US 20
 
 static struct vsock_dev devs[VSOCK_PMD_MAX_VMS];
 static struct rte_mempool *pool;
@@ -121,6 +126,8 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 	uint32_t i;
 	uint16_t q;
 
+	/* virtq_init() zeroes the ring counters: keep what they counted so far. */
+	vsock_stats_dev_detached(dev);
 	free(dev->mem);
 	dev->mem = NULL;
 	if (rte_vhost_get_mem_table(vid, &dev->mem) < 0 ||
@@ -163,9 +170,11 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 				  dev->conf.cid, q, vring.size);
 			return -EINVAL;
 		}
+		vsock_stats_dev_ring(dev, q, vring.kickfd);
 		/* We poll: the guest need not kick us. */
 		virtq_disable_guest_kicks(vq);
 		dev->notify_pending[q] = false;
+		dev->broken_reported[q] = false;
 	}
 	return 0;
 }
@@ -328,6 +337,7 @@ static void destroy_device(int vid)
 		goto out;
 	if (!dev->remapping)
 		worker_detach(dev->worker, dev);
+	vsock_stats_dev_detached(dev);
 	dev->running = false;
 	dev->remapping = false;
 	dev->vid = -1;
@@ -415,11 +425,13 @@ static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
 		return -ENOMEM;
 	}
 	dev->burst = burst;
+	dev->host_epoll_interval = rte_get_tsc_hz() / 1000000 * HOST_EPOLL_BUSY_US;
 	return 0;
 }
 
 static void dev_close_endpoint(struct vsock_dev *dev)
 {
+	vsock_stats_dev_detached(dev);
 	conn_table_destroy(dev->conns);
 	dev->conns = NULL;
 	if (dev->listen_fd >= 0) {
@@ -447,6 +459,7 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 		dev->conf = conf->vms[i];
 		dev->vid = -1;
 		dev->listen_fd = -1;
+		vsock_stats_dev_init(dev);
 		pthread_mutex_lock(&devs_lock);
 		nb_devs = i + 1;
 		pthread_mutex_unlock(&devs_lock);
@@ -484,4 +497,24 @@ void vsock_devs_destroy(void)
 	pthread_mutex_unlock(&devs_lock);
 	rte_mempool_free(pool);
 	pool = NULL;
+}
+
+void vsock_devs_lock(void)
+{
+	pthread_mutex_lock(&devs_lock);
+}
+
+void vsock_devs_unlock(void)
+{
+	pthread_mutex_unlock(&devs_lock);
+}
+
+unsigned int vsock_devs_count(void)
+{
+	return nb_devs;
+}
+
+struct vsock_dev *vsock_dev_at(unsigned int i)
+{
+	return i < nb_devs ? &devs[i] : NULL;
 }

@@ -9,6 +9,7 @@
 
 #include "device.h"
 #include "log.h"
+#include "stats.h"
 #include "worker.h"
 
 RTE_LOG_REGISTER(vsock_logtype, vsock, INFO);
@@ -41,6 +42,8 @@ int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 		workers_stop();
 		return rc;
 	}
+	vsock_stats_open(conf->burst);
+	vsock_telemetry_register();
 	started = true;
 	return 0;
 }
@@ -49,6 +52,8 @@ void vsock_pmd_stop(void)
 {
 	if (!started)
 		return;
+	/* Operators' calls first: none may still read a device being destroyed. */
+	vsock_stats_close();
 	vsock_devs_destroy();
 	workers_stop();
 	started = false;

@@ -29,22 +29,33 @@
 /* Devices one lcore can poll; VSOCK_PMD_MAX_VMS keeps every placement possible. */
 #define WORKER_MAX_DEVS VSOCK_PMD_MAX_VMS
 
-enum worker_op { WORKER_ATTACH, WORKER_DETACH };
+enum worker_op { WORKER_ATTACH, WORKER_DETACH, WORKER_RUN };
+
+/* One request to the worker: a device to take or drop, or a function to run between polls. */
+struct worker_req {
+	enum worker_op op;
+	struct vsock_dev *dev;
+	void (*fn)(void *arg);
+	void *arg;
+};
 
 struct worker {
 	/* Read by the worker on every round: keep it on its own line. */
-	uint32_t req_seq;	/* control stores (release) after filling req_* */
+	uint32_t req_seq;	/* control stores (release) after filling req */
 	bool stop;
-	enum worker_op req_op;
-	struct vsock_dev *req_dev;
+	/* Set by the control side at any time, read with relaxed loads: worker_set_paused(). */
+	bool paused;
+	bool record_cycles;
+	struct worker_req req;
 
 	uint32_t ack_seq __rte_cache_aligned;	/* worker stores (release) when done */
 
-	/* Worker-private. */
+	/* Worker-private; the counters are read by the control side (aligned 64-bit loads). */
 	struct vsock_dev *devs[WORKER_MAX_DEVS] __rte_cache_aligned;
 	unsigned int nb_devs;
 	struct datapath_scratch *scratch;
 	uint32_t seen_seq;
+	struct worker_stats stats;
 
 	/* Control-private, under ctl_lock. */
 	pthread_mutex_t ctl_lock;
@@ -61,34 +72,68 @@ unsigned int worker_lcore(const struct worker *w)
 	return w->lcore_id;
 }
 
-static void apply_request(struct worker *w, enum worker_op op, struct vsock_dev *dev)
+static void apply_request(struct worker *w, const struct worker_req *req)
 {
 	unsigned int i;
 
-	if (op == WORKER_ATTACH) {
+	switch (req->op) {
+	case WORKER_ATTACH:
 		RTE_VERIFY(w->nb_devs < WORKER_MAX_DEVS);
-		w->devs[w->nb_devs++] = dev;
-		return;
-	}
-	for (i = 0; i < w->nb_devs; i++) {
-		if (w->devs[i] == dev) {
-			w->devs[i] = w->devs[--w->nb_devs];
-			return;
+		w->devs[w->nb_devs++] = req->dev;
+		break;
+	case WORKER_DETACH:
+		for (i = 0; i < w->nb_devs; i++) {
+			if (w->devs[i] == req->dev) {
+				w->devs[i] = w->devs[--w->nb_devs];
+				break;
+			}
 		}
+		break;
+	case WORKER_RUN:
+		if (req->fn)
+			req->fn(req->arg);
+		break;
 	}
 }
 
 static inline void serve_mailbox(struct worker *w)
 {
-	/* Acquire pairs with the control thread's release of req_seq: req_op and req_dev are visible. */
+	/* Acquire pairs with the control thread's release of req_seq: the request is visible. */
 	uint32_t seq = __atomic_load_n(&w->req_seq, __ATOMIC_ACQUIRE);
 
 	if (likely(seq == w->seen_seq))
 		return;
-	apply_request(w, w->req_op, w->req_dev);
+	apply_request(w, &w->req);
 	w->seen_seq = seq;
 	/* Release: every access to a detached device happens before the control thread sees the ack. */
 	__atomic_store_n(&w->ack_seq, seq, __ATOMIC_RELEASE);
+}
+
+/* Packets the device's rings completed so far, for cycles per packet. */
+static inline uint64_t dev_packets(const struct vsock_dev *dev)
+{
+	return dev->vq[VSOCK_VQ_RX].stats.completed + dev->vq[VSOCK_VQ_TX].stats.completed;
+}
+
+/* One round with its cost measured: only while record-core-cycles is on. */
+static unsigned int poll_round_timed(struct worker *w)
+{
+	uint64_t start = rte_rdtsc(), pkts = 0, cycles;
+	unsigned int i, work = 0;
+
+	for (i = 0; i < w->nb_devs; i++) {
+		uint64_t before = dev_packets(w->devs[i]);
+
+		work += vsock_dev_poll(w->devs[i], w->scratch);
+		pkts += dev_packets(w->devs[i]) - before;
+	}
+	cycles = rte_rdtsc() - start;
+	w->stats.cycles += cycles;
+	if (work) {
+		w->stats.busy_cycles += cycles;
+		w->stats.cycles_pkts += pkts;
+	}
+	return work;
 }
 
 static int worker_loop(void *arg)
@@ -100,16 +145,28 @@ static int worker_loop(void *arg)
 		unsigned int i, work = 0;
 
 		serve_mailbox(w);
-		for (i = 0; i < w->nb_devs; i++)
-			work += vsock_dev_poll(w->devs[i], w->scratch);
-		if (work == 0)
+		/* Paused: the rings keep their descriptors, the mailbox is still served. */
+		if (unlikely(__atomic_load_n(&w->paused, __ATOMIC_RELAXED))) {
+			rte_pause();
+			continue;
+		}
+		if (unlikely(__atomic_load_n(&w->record_cycles, __ATOMIC_RELAXED))) {
+			work = poll_round_timed(w);
+		} else {
+			for (i = 0; i < w->nb_devs; i++)
+				work += vsock_dev_poll(w->devs[i], w->scratch);
+		}
+		w->stats.polls++;
+		if (work)
+			w->stats.busy_polls++;
+		else
 			rte_pause();
 	}
 	return 0;
 }
 
 /* Post one request and wait until the worker has carried it out. */
-static void worker_call(struct worker *w, enum worker_op op, struct vsock_dev *dev)
+static void worker_call(struct worker *w, const struct worker_req *req)
 {
 	uint64_t warn_at;
 	uint32_t seq;
@@ -117,13 +174,12 @@ static void worker_call(struct worker *w, enum worker_op op, struct vsock_dev *d
 	pthread_mutex_lock(&w->ctl_lock);
 	if (!w->running) {
 		/* No loop runs: the control thread is the only user of the list. */
-		apply_request(w, op, dev);
+		apply_request(w, req);
 		goto out;
 	}
-	w->req_op = op;
-	w->req_dev = dev;
+	w->req = *req;
 	seq = w->req_seq + 1;
-	/* Release: req_op and req_dev are written before the worker can see the new sequence. */
+	/* Release: the request is written before the worker can see the new sequence. */
 	__atomic_store_n(&w->req_seq, seq, __ATOMIC_RELEASE);
 
 	warn_at = rte_get_timer_cycles() + rte_get_timer_hz();
@@ -137,21 +193,69 @@ static void worker_call(struct worker *w, enum worker_op op, struct vsock_dev *d
 		}
 	}
 out:
-	if (op == WORKER_ATTACH)
+	if (req->op == WORKER_ATTACH)
 		w->nb_assigned++;
-	else
+	else if (req->op == WORKER_DETACH)
 		w->nb_assigned--;
 	pthread_mutex_unlock(&w->ctl_lock);
 }
 
 void worker_attach(struct worker *w, struct vsock_dev *dev)
 {
-	worker_call(w, WORKER_ATTACH, dev);
+	worker_call(w, &(struct worker_req){ .op = WORKER_ATTACH, .dev = dev });
 }
 
 void worker_detach(struct worker *w, struct vsock_dev *dev)
 {
-	worker_call(w, WORKER_DETACH, dev);
+	worker_call(w, &(struct worker_req){ .op = WORKER_DETACH, .dev = dev });
+}
+
+void worker_run(struct worker *w, void (*fn)(void *arg), void *arg)
+{
+	worker_call(w, &(struct worker_req){ .op = WORKER_RUN, .fn = fn, .arg = arg });
+}
+
+void worker_set_paused(struct worker *w, bool paused)
+{
+	__atomic_store_n(&w->paused, paused, __ATOMIC_RELAXED);
+	/*
+	 * The flag is stored before the request is released, and the worker reads it after
+	 * acquiring the request: once the (empty) request is acknowledged, the poll that was
+	 * running has ended and the next round sees the flag.
+	 */
+	worker_run(w, NULL, NULL);
+}
+
+void worker_set_record_cycles(struct worker *w, bool on)
+{
+	__atomic_store_n(&w->record_cycles, on, __ATOMIC_RELAXED);
+}
+
+unsigned int workers_count(void)
+{
+	return nb_workers;
+}
+
+struct worker *worker_at(unsigned int i)
+{
+	return i < nb_workers ? workers[i] : NULL;
+}
+
+static inline uint64_t load_u64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+void worker_stats_read(struct worker *w, struct worker_stats *st, unsigned int *nb_devs)
+{
+	st->polls = load_u64(&w->stats.polls);
+	st->busy_polls = load_u64(&w->stats.busy_polls);
+	st->cycles = load_u64(&w->stats.cycles);
+	st->busy_cycles = load_u64(&w->stats.busy_cycles);
+	st->cycles_pkts = load_u64(&w->stats.cycles_pkts);
+	pthread_mutex_lock(&w->ctl_lock);
+	*nb_devs = w->nb_assigned;
+	pthread_mutex_unlock(&w->ctl_lock);
 }
 
 struct worker *worker_pick(void)

@@ -2,8 +2,21 @@
 #ifndef VSOCK_PMD_WORKER_H
 #define VSOCK_PMD_WORKER_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 struct vsock_dev;
 struct worker;
+
+/** Counters of one worker lcore, written by that lcore only. */
+struct worker_stats {
+	uint64_t polls;		/* rounds over its devices (not counted while paused) */
+	uint64_t busy_polls;	/* rounds that found work */
+	/* While record-core-cycles is on: */
+	uint64_t cycles;	/* TSC cycles of every round */
+	uint64_t busy_cycles;	/* of those, rounds that found work */
+	uint64_t cycles_pkts;	/* packets those busy rounds moved */
+};
 
 /** Create one worker per EAL worker lcore and launch its polling loop. */
 int workers_start(void);
@@ -22,5 +35,28 @@ void worker_attach(struct worker *w, struct vsock_dev *dev);
 
 /** Returns once @p w no longer touches @p dev. Control thread only. */
 void worker_detach(struct worker *w, struct vsock_dev *dev);
+
+/**
+ * Run @p fn(@p arg) on @p w's lcore between two polls and return once it has run: the way to
+ * read worker-owned state (a device's connections). Runs it here if the loop is not running.
+ * @p fn NULL makes a bare handshake. Control thread only.
+ */
+void worker_run(struct worker *w, void (*fn)(void *arg), void *arg);
+
+/**
+ * Stop or resume polling on @p w. When pausing, returns once no poll is in progress and none
+ * will start: the rings keep their descriptors, attach and detach still work.
+ */
+void worker_set_paused(struct worker *w, bool paused);
+
+/** Measure the cycles of every round (record-core-cycles). Takes effect on the next round. */
+void worker_set_record_cycles(struct worker *w, bool on);
+
+/** Workers started by workers_start(), for the control side. */
+unsigned int workers_count(void);
+struct worker *worker_at(unsigned int i);
+
+/** Read @p w's counters (relaxed loads) and how many devices it serves. */
+void worker_stats_read(struct worker *w, struct worker_stats *st, unsigned int *nb_devs);
 
 #endif /* VSOCK_PMD_WORKER_H */

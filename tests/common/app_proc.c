@@ -31,6 +31,8 @@ int
 app_proc_init(struct app_proc *p)
 {
 	p->pid = -1;
+	p->stdin_pipe = false;
+	p->stdin_fd = -1;
 	snprintf(p->dir, sizeof(p->dir), "/tmp/vsock-test-XXXXXX");
 	if (mkdtemp(p->dir) == NULL)
 		return -errno;
@@ -54,7 +56,7 @@ is_socket(const char *path)
 }
 
 static void
-exec_child(const struct app_proc *p, const char *app, const char *const *argv)
+exec_child(const struct app_proc *p, const char *app, const char *const *argv, int in_fd)
 {
 	int fd;
 
@@ -65,9 +67,13 @@ exec_child(const struct app_proc *p, const char *app, const char *const *argv)
 		dup2(fd, STDOUT_FILENO);
 		dup2(fd, STDERR_FILENO);
 	}
-	/* No stdin: the app must not wait for a console. */
-	close(STDIN_FILENO);
-	open("/dev/null", O_RDONLY);
+	if (in_fd >= 0) {
+		dup2(in_fd, STDIN_FILENO);
+	} else {
+		/* No stdin: the app must not wait for a console. */
+		close(STDIN_FILENO);
+		open("/dev/null", O_RDONLY);
+	}
 	close_range(3, ~0u, 0);
 	execv(app, (char *const *)argv);
 	fprintf(stderr, "exec %s: %s\n", app, strerror(errno));
@@ -84,7 +90,7 @@ app_proc_start(struct app_proc *p, const char *const *eal_args,
 	const char *argv[APP_PROC_MAX_ARGS];
 	uint64_t deadline = now_ms() + timeout_ms;
 	unsigned int n = 0, i;
-	int status;
+	int status, in[2] = { -1, -1 };
 
 	if (app == NULL) {
 		printf("# VSOCK_APP is not set\n");
@@ -100,12 +106,24 @@ app_proc_start(struct app_proc *p, const char *const *eal_args,
 			argv[n++] = app_args[i];
 	argv[n] = NULL;
 
+	if (p->stdin_pipe && pipe2(in, O_CLOEXEC) < 0)
+		return -errno;
 	fflush(stdout);
 	p->pid = fork();
-	if (p->pid < 0)
-		return -errno;
+	if (p->pid < 0) {
+		status = -errno;
+		if (in[0] >= 0) {
+			close(in[0]);
+			close(in[1]);
+		}
+		return status;
+	}
 	if (p->pid == 0)
-		exec_child(p, app, argv);
+		exec_child(p, app, argv, in[0]);
+	if (in[0] >= 0) {
+		close(in[0]);
+		p->stdin_fd = in[1];
+	}
 
 	for (;;) {
 		for (i = 0; wait_socks != NULL && wait_socks[i] != NULL; i++)
@@ -216,12 +234,29 @@ app_proc_dump_log(const struct app_proc *p)
 	fflush(stdout);
 }
 
+int
+app_proc_send(struct app_proc *p, const char *line)
+{
+	size_t len = strlen(line);
+
+	if (p->stdin_fd < 0)
+		return -EBADF;
+	if (write(p->stdin_fd, line, len) != (ssize_t)len || write(p->stdin_fd, "\n", 1) != 1)
+		return -errno;
+	return 0;
+}
+
 void
 app_proc_fini(struct app_proc *p)
 {
 	DIR *d;
 	struct dirent *e;
 	char path[512];
+
+	if (p->stdin_fd >= 0) {
+		close(p->stdin_fd);
+		p->stdin_fd = -1;
+	}
 
 	if (p->pid > 0)
 		app_proc_wait(p, 0);

@@ -29,9 +29,13 @@ struct app_proc {
 	char dir[64];
 	/** The child's stdout and stderr. */
 	char log[96];
+	/** Set before app_proc_start() to give the child a pipe as stdin (default /dev/null). */
+	bool stdin_pipe;
+	/** The write end of that pipe once started, -1 otherwise; app_proc_fini() closes it. */
+	int stdin_fd;
 };
 
-/** Create the run directory. Returns 0 or -errno. */
+/** Create the run directory (stdin_pipe false). Returns 0 or -errno. */
 int app_proc_init(struct app_proc *p);
 
 /** "<dir>/<name>" in @p buf; returns @p buf. */
@@ -65,6 +69,9 @@ bool app_proc_log_contains(const struct app_proc *p, const char *needle);
 
 /** Print the log as TAP diagnostics ("# " lines). */
 void app_proc_dump_log(const struct app_proc *p);
+
+/** Write @p line and a newline to the child's stdin pipe. Returns 0 or -errno. */
+int app_proc_send(struct app_proc *p, const char *line);
 
 /** Kill the child if still running and remove the run directory. */
 void app_proc_fini(struct app_proc *p);

@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Statistics and live settings for operators.
+ *
+ * The counters belong to the lcores that write them: a device's to the worker polling it, a
+ * worker's to itself. This side only reads them (aligned 64-bit loads, never torn on the
+ * platforms DPDK runs on) and never writes them: "clear" records a baseline that is
+ * subtracted on every read, and counters a re-attached ring starts again from zero are
+ * folded into the device's history first. State that is not a counter (the connection list)
+ * is read on the worker, between two polls, through worker_run().
+ *
+ * Lock order: api_lock, then the device lock, then a worker's control lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+
+#include <vsock_pmd.h>
+
+#include "conn.h"
+#include "device.h"
+#include "log.h"
+#include "stats.h"
+#include "virtq_split.h"
+#include "vsock_pkt.h"
+#include "worker.h"
+
+_Static_assert((VSOCK_PKT_ERR_MAX - 1) + CONN_ERR_MAX + (VIRTQ_ERR_MAX - 1) <= VSOCK_PMD_ERR_MAX,
+	       "VSOCK_PMD_ERR_MAX too small for every error kind");
+_Static_assert(VSOCK_PMD_NB_QUEUES == VSOCK_NR_VQ && VSOCK_PMD_Q_RX == VSOCK_VQ_RX &&
+	       VSOCK_PMD_Q_TX == VSOCK_VQ_TX, "public queue numbers are virtio-vsock's");
+
+static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool live;
+
+/* Settings in force, under api_lock. */
+static unsigned int cur_burst;
+static bool paused;
+static bool record_bursts;
+static bool record_cycles;
+
+/* What "clear" saw, by device and by worker index, under api_lock. */
+static struct vsock_pmd_vm_stats vm_base[VSOCK_PMD_MAX_VMS];
+static struct vsock_pmd_lcore_stats lcore_base[RTE_MAX_LCORE];
+
+/* A counter another lcore is writing. */
+static inline uint64_t rd(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+/* ---- hooks from device.c ---- */
+
+void vsock_stats_dev_init(struct vsock_dev *dev)
+{
+	uint16_t q;
+
+	memset(&dev->history, 0, sizeof(dev->history));
+	for (q = 0; q < VSOCK_NR_VQ; q++)
+		dev->history.kick_fd[q] = -1;
+}
+
+/*
+ * We poll, so nobody else reads the kick eventfd: its counter is the number of kicks since
+ * the last read. poll() first so that the read never blocks, whatever the fd's flags.
+ */
+static void drain_kicks(struct vsock_dev *dev, uint16_t q)
+{
+	struct pollfd p = { .fd = dev->history.kick_fd[q], .events = POLLIN };
+	uint64_t v;
+
+	if (p.fd < 0)
+		return;
+	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) && read(p.fd, &v, sizeof(v)) == sizeof(v))
+		dev->history.kicks[q] += v;
+}
+
+void vsock_stats_dev_ring(struct vsock_dev *dev, uint16_t q, int kickfd)
+{
+	struct vsock_dev_history *h = &dev->history;
+
+	if (h->kick_fd[q] >= 0)
+		close(h->kick_fd[q]);
+	/* Our own descriptor of the same eventfd: DPDK may close its one at any time. */
+	h->kick_fd[q] = kickfd >= 0 ? fcntl(kickfd, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
+void vsock_stats_dev_detached(struct vsock_dev *dev)
+{
+	uint16_t q;
+	int e;
+
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		struct virtq_stats *old = &dev->history.vq[q], *cur = &dev->vq[q].stats;
+
+		drain_kicks(dev, q);
+		if (dev->history.kick_fd[q] >= 0)
+			close(dev->history.kick_fd[q]);
+		dev->history.kick_fd[q] = -1;
+		old->dequeued += cur->dequeued;
+		old->ungot += cur->ungot;
+		old->completed += cur->completed;
+		old->used_idx_stores += cur->used_idx_stores;
+		old->notify_yes += cur->notify_yes;
+		old->notify_no += cur->notify_no;
+		for (e = 0; e < VIRTQ_ERR_MAX; e++)
+			old->errors[e] += cur->errors[e];
+		memset(cur, 0, sizeof(*cur));
+	}
+}
+
+/* ---- reading ---- */
+
+static void add_err(struct vsock_pmd_vm_stats *st, const char *prefix, const char *name,
+		    uint64_t count)
+{
+	struct vsock_pmd_err_count *e = &st->errors[st->nb_errors++];
+
+	snprintf(e->name, sizeof(e->name), "%s_%s", prefix, name);
+	e->count = count;
+	st->errors_total += count;
+}
+
+/* Totals since the device was created. Device lock held (kick counters are drained). */
+static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
+{
+	const struct conn_stats *cs = conn_table_stats(dev->conns);
+	const struct vsock_dev_stats *ds = &dev->stats;
+	uint64_t ring_err[VIRTQ_ERR_MAX] = { 0 };
+	uint16_t q;
+	int e;
+
+	memset(st, 0, sizeof(*st));
+	st->cid = dev->conf.cid;
+	st->from_guest_pkts = rd(&cs->rx_pkts);
+	st->from_guest_bytes = rd(&cs->rx_bytes);
+	st->to_guest_pkts = rd(&cs->tx_pkts);
+	st->to_guest_bytes = rd(&cs->tx_bytes);
+	st->host_read_bytes = rd(&cs->host_rx_bytes);
+	st->host_written_bytes = rd(&cs->host_tx_bytes);
+	st->conns_opened = rd(&cs->conns_opened);
+	st->conns_closed = rd(&cs->conns_closed);
+	st->conns_reset = rd(&cs->conns_reset);
+	st->conns_refused = rd(&cs->conns_refused);
+	st->conns_table_full = rd(&cs->table_full);
+	st->credit_stalls = rd(&cs->credit_stalls);
+	st->mempool_exhausted = rd(&cs->pool_empty);
+	st->rst_dropped = rd(&cs->rst_dropped);
+	st->tx_backpressure = rd(&ds->tx_backpressure);
+	st->rx_ring_full = rd(&ds->rx_ring_full);
+	st->short_packets = rd(&ds->short_packets);
+	st->small_rx_buffers = rd(&ds->small_rx_buffers);
+
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		const struct virtq_stats *cur = &dev->vq[q].stats, *old = &dev->history.vq[q];
+		struct vsock_pmd_queue_stats *qs = &st->q[q];
+		unsigned int b;
+
+		drain_kicks(dev, q);
+		qs->packets = old->completed + rd(&cur->completed);
+		qs->used_idx_flushes = old->used_idx_stores + rd(&cur->used_idx_stores);
+		qs->interrupts = rd(&ds->guest_notifications[q]);
+		qs->bursts = rd(&ds->bursts[q]);
+		qs->kicks = dev->history.kicks[q];
+		for (e = 1; e < VIRTQ_ERR_MAX; e++) {
+			uint64_t n = old->errors[e] + rd(&cur->errors[e]);
+
+			qs->ring_errors += n;
+			ring_err[e] += n;
+		}
+		for (b = 0; b <= VSOCK_PMD_BURST_MAX; b++)
+			qs->burst_hist[b] = rd(&ds->burst_hist[q][b]);
+	}
+	for (e = 1; e < VSOCK_PKT_ERR_MAX; e++)
+		add_err(st, "hdr", vsock_pkt_err_str(e), rd(&cs->pkt_err[e]));
+	for (e = 0; e < CONN_ERR_MAX; e++)
+		add_err(st, "conn", conn_err_str(e), rd(&cs->proto_err[e]));
+	for (e = 1; e < VIRTQ_ERR_MAX; e++)
+		add_err(st, "ring", virtq_err_str(e), ring_err[e]);
+}
+
+static void vm_sub(struct vsock_pmd_vm_stats *st, const struct vsock_pmd_vm_stats *base)
+{
+	unsigned int q, i;
+
+#define SUB(f) st->f -= base->f;
+	VSOCK_VM_COUNTERS(SUB)
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		struct vsock_pmd_queue_stats *qs = &st->q[q];
+		const struct vsock_pmd_queue_stats *qb = &base->q[q];
+
+#define QSUB(f) qs->f -= qb->f;
+		VSOCK_QUEUE_COUNTERS(QSUB)
+#undef QSUB
+		for (i = 0; i <= VSOCK_PMD_BURST_MAX; i++)
+			qs->burst_hist[i] -= qb->burst_hist[i];
+	}
+	/* The same kinds in the same order every time; a zero baseline has none yet. */
+	for (i = 0; i < base->nb_errors; i++)
+		st->errors[i].count -= base->errors[i].count;
+}
+
+static void lcore_raw(unsigned int idx, struct vsock_pmd_lcore_stats *st)
+{
+	struct worker *w = worker_at(idx);
+	struct worker_stats ws;
+
+	worker_stats_read(w, &ws, &st->nb_vms);
+	st->lcore_id = worker_lcore(w);
+#define COPY(f) st->f = ws.f;
+	VSOCK_LCORE_COUNTERS(COPY)
+#undef COPY
+}
+
+/* ---- the public API ---- */
+
+static int api_enter(void)
+{
+	pthread_mutex_lock(&api_lock);
+	if (live)
+		return 0;
+	pthread_mutex_unlock(&api_lock);
+	return -ENODEV;
+}
+
+static void api_leave(void)
+{
+	pthread_mutex_unlock(&api_lock);
+}
+
+/* Index of VM @p cid in the device table, or -1. Device lock held. */
+static int dev_index(uint64_t cid)
+{
+	unsigned int i;
+
+	for (i = 0; i < vsock_devs_count(); i++) {
+		if (vsock_dev_at(i)->conf.cid == cid)
+			return (int)i;
+	}
+	return -1;
+}
+
+void vsock_stats_open(unsigned int burst)
+{
+	pthread_mutex_lock(&api_lock);
+	memset(vm_base, 0, sizeof(vm_base));
+	memset(lcore_base, 0, sizeof(lcore_base));
+	cur_burst = burst;
+	paused = false;
+	record_bursts = false;
+	record_cycles = false;
+	live = true;
+	pthread_mutex_unlock(&api_lock);
+}
+
+void vsock_stats_close(void)
+{
+	pthread_mutex_lock(&api_lock);
+	live = false;
+	pthread_mutex_unlock(&api_lock);
+}
+
+int vsock_pmd_config_get(struct vsock_pmd_config *conf)
+{
+	int rc = api_enter();
+
+	if (rc < 0)
+		return rc;
+	vsock_devs_lock();
+	conf->nb_vms = vsock_devs_count();
+	vsock_devs_unlock();
+	conf->main_lcore = rte_get_main_lcore();
+	conf->nb_lcores = workers_count();
+	conf->burst = cur_burst;
+	conf->paused = paused;
+	conf->record_burst_stats = record_bursts;
+	conf->record_core_cycles = record_cycles;
+	conf->tsc_hz = rte_get_tsc_hz();
+	api_leave();
+	return 0;
+}
+
+int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
+{
+	struct vsock_dev *dev;
+	uint16_t q;
+	int rc = api_enter();
+
+	if (rc < 0)
+		return rc;
+	vsock_devs_lock();
+	dev = vsock_dev_at(idx);
+	if (!dev) {
+		rc = -ENOENT;
+		goto out;
+	}
+	memset(info, 0, sizeof(*info));
+	info->cid = dev->conf.cid;
+	memcpy(info->socket_path, dev->conf.socket_path, sizeof(info->socket_path));
+	memcpy(info->uds_path, dev->conf.uds_path, sizeof(info->uds_path));
+	info->running = dev->running;
+	info->lcore = dev->running ? (int)worker_lcore(dev->worker) : -1;
+	info->features = dev->running ? dev->features : 0;
+	for (q = 0; dev->running && q < VSOCK_NR_VQ; q++) {
+		info->ring_size[q] = dev->vq[q].size;
+		info->ring_broken[q] = __atomic_load_n(&dev->vq[q].broken, __ATOMIC_RELAXED);
+	}
+	info->conns = conn_count(dev->conns);
+out:
+	vsock_devs_unlock();
+	api_leave();
+	return rc;
+}
+
+int vsock_pmd_vm_stats_get(uint64_t cid, struct vsock_pmd_vm_stats *st)
+{
+	int rc = api_enter(), i;
+
+	if (rc < 0)
+		return rc;
+	vsock_devs_lock();
+	i = dev_index(cid);
+	if (i < 0) {
+		rc = -ENOENT;
+	} else {
+		vm_raw(vsock_dev_at(i), st);
+		vm_sub(st, &vm_base[i]);
+	}
+	vsock_devs_unlock();
+	api_leave();
+	return rc;
+}
+
+int vsock_pmd_lcore_stats_get(unsigned int idx, struct vsock_pmd_lcore_stats *st)
+{
+	int rc = api_enter();
+
+	if (rc < 0)
+		return rc;
+	if (idx >= workers_count()) {
+		rc = -ENOENT;
+	} else {
+		lcore_raw(idx, st);
+#define SUB_LCORE(f) st->f -= lcore_base[idx].f;
+		VSOCK_LCORE_COUNTERS(SUB_LCORE)
+#undef SUB_LCORE
+	}
+	api_leave();
+	return rc;
+}
+
+int vsock_pmd_stats_clear(uint64_t cid)
+{
+	unsigned int i;
+	int rc = api_enter(), found = 0;
+
+	if (rc < 0)
+		return rc;
+	vsock_devs_lock();
+	for (i = 0; i < vsock_devs_count(); i++) {
+		struct vsock_dev *dev = vsock_dev_at(i);
+
+		if (cid == VSOCK_PMD_CID_ALL || dev->conf.cid == cid) {
+			vm_raw(dev, &vm_base[i]);
+			found++;
+		}
+	}
+	vsock_devs_unlock();
+	if (cid == VSOCK_PMD_CID_ALL) {
+		for (i = 0; i < workers_count(); i++)
+			lcore_raw(i, &lcore_base[i]);
+	} else if (!found) {
+		rc = -ENOENT;
+	}
+	api_leave();
+	return rc;
+}
+
+struct snapshot_req {
+	const struct conn_table *t;
+	struct vsock_pmd_conn_info *out;
+	uint32_t max;
+	uint32_t count;
+};
+
+static void snapshot_conns(void *arg)
+{
+	struct snapshot_req *r = arg;
+
+	r->count = conn_table_snapshot(r->t, r->out, r->max);
+}
+
+int vsock_pmd_conns_get(uint64_t cid, struct vsock_pmd_conn_info *out, unsigned int max)
+{
+	struct snapshot_req r = { .out = out, .max = max };
+	struct vsock_dev *dev;
+	int rc = api_enter(), i;
+
+	if (rc < 0)
+		return rc;
+	vsock_devs_lock();
+	i = dev_index(cid);
+	if (i < 0) {
+		rc = -ENOENT;
+		goto out;
+	}
+	dev = vsock_dev_at(i);
+	r.t = dev->conns;
+	/* The table is the worker's while it polls the device; otherwise ours under the lock. */
+	if (dev->running && !dev->remapping)
+		worker_run(dev->worker, snapshot_conns, &r);
+	else
+		snapshot_conns(&r);
+	rc = (int)RTE_MIN(r.count, (uint32_t)INT32_MAX);
+out:
+	vsock_devs_unlock();
+	api_leave();
+	return rc;
+}
+
+int vsock_pmd_set_burst(unsigned int burst)
+{
+	unsigned int i;
+	int rc;
+
+	if (burst < 1 || burst > VSOCK_PMD_BURST_MAX)
+		return -EINVAL;
+	rc = api_enter();
+	if (rc < 0)
+		return rc;
+	vsock_devs_lock();
+	/* Any value the worker may see is a valid burst: no handshake needed. */
+	for (i = 0; i < vsock_devs_count(); i++)
+		__atomic_store_n(&vsock_dev_at(i)->burst, burst, __ATOMIC_RELAXED);
+	vsock_devs_unlock();
+	if (burst != cur_burst)
+		VSOCK_LOG(INFO, "burst size %u (was %u)", burst, cur_burst);
+	cur_burst = burst;
+	api_leave();
+	return 0;
+}
+
+int vsock_pmd_set_record_burst_stats(bool on)
+{
+	unsigned int i;
+	int rc = api_enter();
+
+	if (rc < 0)
+		return rc;
+	vsock_devs_lock();
+	for (i = 0; i < vsock_devs_count(); i++)
+		__atomic_store_n(&vsock_dev_at(i)->record_bursts, on, __ATOMIC_RELAXED);
+	vsock_devs_unlock();
+	record_bursts = on;
+	api_leave();
+	return 0;
+}
+
+int vsock_pmd_set_record_core_cycles(bool on)
+{
+	unsigned int i;
+	int rc = api_enter();
+
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < workers_count(); i++)
+		worker_set_record_cycles(worker_at(i), on);
+	record_cycles = on;
+	api_leave();
+	return 0;
+}
+
+static int set_paused(bool on)
+{
+	unsigned int i;
+	int rc = api_enter();
+
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < workers_count(); i++)
+		worker_set_paused(worker_at(i), on);
+	if (on != paused)
+		VSOCK_LOG(INFO, "polling %s", on ? "paused" : "resumed");
+	paused = on;
+	api_leave();
+	return 0;
+}
+
+int vsock_pmd_pause(void)
+{
+	return set_paused(true);
+}
+
+int vsock_pmd_resume(void)
+{
+	return set_paused(false);
+}

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The statistics as JSON through librte_telemetry, for dpdk-telemetry.py and monitoring:
+ *   /vsock/config         settings in force
+ *   /vsock/vms            every VM: state, lcore, connections
+ *   /vsock/stats,<cid>    one VM's counters (what "show vm stats" prints)
+ *   /vsock/lcores         every worker lcore's counters
+ *   /vsock/conns,<cid>    one VM's connections
+ * Each handler only calls the public API, so telemetry and the console always agree.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <rte_common.h>
+#include <rte_telemetry.h>
+
+#include <vsock_pmd.h>
+
+#include "stats.h"
+
+/* Connections listed by /vsock/conns: the reply must fit in telemetry's output buffer. */
+#define TEL_CONNS_MAX 64
+
+static int parse_cid(const char *params, uint64_t *cid)
+{
+	char *end;
+
+	if (!params || *params == '\0' || *params == '-')
+		return -EINVAL;
+	*cid = strtoull(params, &end, 0);
+	return *end == '\0' ? 0 : -EINVAL;
+}
+
+/* A nested dict @p name in @p d, or NULL when out of memory. */
+static struct rte_tel_data *add_dict(struct rte_tel_data *d, const char *name)
+{
+	struct rte_tel_data *c = rte_tel_data_alloc();
+
+	if (!c)
+		return NULL;
+	rte_tel_data_start_dict(c);
+	if (rte_tel_data_add_dict_container(d, name, c, 0) < 0) {
+		rte_tel_data_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static int tel_config(const char *cmd __rte_unused, const char *params __rte_unused,
+		      struct rte_tel_data *d)
+{
+	struct vsock_pmd_config c;
+	int rc = vsock_pmd_config_get(&c);
+
+	if (rc < 0)
+		return rc;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "main_lcore", c.main_lcore);
+	rte_tel_data_add_dict_u64(d, "nb_lcores", c.nb_lcores);
+	rte_tel_data_add_dict_u64(d, "nb_vms", c.nb_vms);
+	rte_tel_data_add_dict_u64(d, "burst", c.burst);
+	rte_tel_data_add_dict_u64(d, "paused", c.paused);
+	rte_tel_data_add_dict_u64(d, "record_burst_stats", c.record_burst_stats);
+	rte_tel_data_add_dict_u64(d, "record_core_cycles", c.record_core_cycles);
+	rte_tel_data_add_dict_u64(d, "tsc_hz", c.tsc_hz);
+	return 0;
+}
+
+static int tel_vms(const char *cmd __rte_unused, const char *params __rte_unused,
+		   struct rte_tel_data *d)
+{
+	struct vsock_pmd_config c;
+	unsigned int i;
+	int rc = vsock_pmd_config_get(&c);
+
+	if (rc < 0)
+		return rc;
+	rte_tel_data_start_dict(d);
+	for (i = 0; i < c.nb_vms; i++) {
+		struct vsock_pmd_vm_info vi;
+		struct rte_tel_data *v;
+		char key[24];
+
+		if (vsock_pmd_vm_info_get(i, &vi) < 0)
+			continue;
+		snprintf(key, sizeof(key), "%" PRIu64, vi.cid);
+		v = add_dict(d, key);
+		if (!v)
+			return -ENOMEM;
+		rte_tel_data_add_dict_u64(v, "cid", vi.cid);
+		rte_tel_data_add_dict_u64(v, "running", vi.running);
+		rte_tel_data_add_dict_int(v, "lcore", vi.lcore);
+		rte_tel_data_add_dict_u64(v, "features", vi.features);
+		rte_tel_data_add_dict_u64(v, "conns", vi.conns);
+		rte_tel_data_add_dict_u64(v, "rx_ring_size", vi.ring_size[VSOCK_PMD_Q_RX]);
+		rte_tel_data_add_dict_u64(v, "tx_ring_size", vi.ring_size[VSOCK_PMD_Q_TX]);
+		rte_tel_data_add_dict_u64(v, "rx_ring_broken", vi.ring_broken[VSOCK_PMD_Q_RX]);
+		rte_tel_data_add_dict_u64(v, "tx_ring_broken", vi.ring_broken[VSOCK_PMD_Q_TX]);
+		rte_tel_data_add_dict_string(v, "socket", vi.socket_path);
+		rte_tel_data_add_dict_string(v, "uds", vi.uds_path);
+	}
+	return 0;
+}
+
+static int add_queue(struct rte_tel_data *d, const char *name,
+		     const struct vsock_pmd_queue_stats *qs)
+{
+	struct rte_tel_data *q = add_dict(d, name), *h;
+	unsigned int b;
+
+	if (!q)
+		return -ENOMEM;
+#define ADD_Q(f) rte_tel_data_add_dict_u64(q, #f, qs->f);
+	VSOCK_QUEUE_COUNTERS(ADD_Q)
+#undef ADD_Q
+	/* Only the sizes seen: 513 zeros would not fit the reply. */
+	h = add_dict(q, "burst_hist");
+	if (!h)
+		return -ENOMEM;
+	for (b = 0; b <= VSOCK_PMD_BURST_MAX; b++) {
+		char key[8];
+
+		if (qs->burst_hist[b] == 0)
+			continue;
+		snprintf(key, sizeof(key), "%u", b);
+		rte_tel_data_add_dict_u64(h, key, qs->burst_hist[b]);
+	}
+	return 0;
+}
+
+static int stats_reply(const struct vsock_pmd_vm_stats *s, struct rte_tel_data *d)
+{
+	struct rte_tel_data *e;
+	unsigned int i;
+
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "cid", s->cid);
+#define ADD_VM(f) rte_tel_data_add_dict_u64(d, #f, s->f);
+	VSOCK_VM_COUNTERS(ADD_VM)
+#undef ADD_VM
+	if (add_queue(d, "rx", &s->q[VSOCK_PMD_Q_RX]) < 0 ||
+	    add_queue(d, "tx", &s->q[VSOCK_PMD_Q_TX]) < 0)
+		return -ENOMEM;
+	e = add_dict(d, "errors");
+	if (!e)
+		return -ENOMEM;
+	for (i = 0; i < s->nb_errors; i++)
+		rte_tel_data_add_dict_u64(e, s->errors[i].name, s->errors[i].count);
+	return 0;
+}
+
+static int tel_stats(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
+{
+	/* Each telemetry client has its own thread: no shared buffer. */
+	struct vsock_pmd_vm_stats *st = malloc(sizeof(*st));
+	uint64_t cid;
+	int rc = -EINVAL;
+
+	if (!st)
+		return -ENOMEM;
+	if (parse_cid(params, &cid) == 0)
+		rc = vsock_pmd_vm_stats_get(cid, st);
+	if (rc == 0)
+		rc = stats_reply(st, d);
+	free(st);
+	return rc;
+}
+
+static int tel_lcores(const char *cmd __rte_unused, const char *params __rte_unused,
+		      struct rte_tel_data *d)
+{
+	struct vsock_pmd_config c;
+	unsigned int i;
+	int rc = vsock_pmd_config_get(&c);
+
+	if (rc < 0)
+		return rc;
+	rte_tel_data_start_dict(d);
+	for (i = 0; i < c.nb_lcores; i++) {
+		struct vsock_pmd_lcore_stats ls;
+		struct rte_tel_data *l;
+		char key[16];
+
+		if (vsock_pmd_lcore_stats_get(i, &ls) < 0)
+			continue;
+		snprintf(key, sizeof(key), "%u", ls.lcore_id);
+		l = add_dict(d, key);
+		if (!l)
+			return -ENOMEM;
+		rte_tel_data_add_dict_u64(l, "lcore_id", ls.lcore_id);
+		rte_tel_data_add_dict_u64(l, "nb_vms", ls.nb_vms);
+#define ADD_L(f) rte_tel_data_add_dict_u64(l, #f, ls.f);
+		VSOCK_LCORE_COUNTERS(ADD_L)
+#undef ADD_L
+	}
+	return 0;
+}
+
+static int conns_reply(uint64_t cid, const struct vsock_pmd_conn_info *conns, int n,
+		       struct rte_tel_data *d)
+{
+	struct rte_tel_data *all;
+	int i;
+
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "cid", cid);
+	rte_tel_data_add_dict_u64(d, "count", (uint64_t)n);
+	/* Keyed "<guest port>_<host port>" (names allow no colon); a dict prints even empty. */
+	all = add_dict(d, "conns");
+	if (!all)
+		return -ENOMEM;
+	for (i = 0; i < RTE_MIN(n, TEL_CONNS_MAX); i++) {
+		const struct vsock_pmd_conn_info *ci = &conns[i];
+		struct rte_tel_data *c;
+		char key[24];
+
+		snprintf(key, sizeof(key), "%u_%u", ci->guest_port, ci->host_port);
+		c = add_dict(all, key);
+		if (!c)
+			return -ENOMEM;
+		rte_tel_data_add_dict_u64(c, "guest_port", ci->guest_port);
+		rte_tel_data_add_dict_u64(c, "host_port", ci->host_port);
+		rte_tel_data_add_dict_string(c, "type", ci->type);
+		rte_tel_data_add_dict_string(c, "state", ci->state);
+		rte_tel_data_add_dict_u64(c, "from_guest_bytes", ci->from_guest_bytes);
+		rte_tel_data_add_dict_u64(c, "to_guest_bytes", ci->to_guest_bytes);
+		rte_tel_data_add_dict_u64(c, "guest_credit", ci->guest_credit);
+		rte_tel_data_add_dict_u64(c, "our_buf_alloc", ci->our_buf_alloc);
+		rte_tel_data_add_dict_u64(c, "host_credit", ci->host_credit);
+		rte_tel_data_add_dict_u64(c, "peer_buf_alloc", ci->peer_buf_alloc);
+		rte_tel_data_add_dict_u64(c, "queued_to_host", ci->queued_to_host);
+		rte_tel_data_add_dict_u64(c, "queued_to_guest", ci->queued_to_guest);
+	}
+	return 0;
+}
+
+static int tel_conns(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
+{
+	struct vsock_pmd_conn_info *conns = calloc(TEL_CONNS_MAX, sizeof(*conns));
+	uint64_t cid;
+	int n = -EINVAL;
+
+	if (!conns)
+		return -ENOMEM;
+	if (parse_cid(params, &cid) == 0)
+		n = vsock_pmd_conns_get(cid, conns, TEL_CONNS_MAX);
+	if (n >= 0)
+		n = conns_reply(cid, conns, n, d);
+	free(conns);
+	return n;
+}
+
+void vsock_telemetry_register(void)
+{
+	static bool done;
+
+	if (done)
+		return;
+	done = true;
+	rte_telemetry_register_cmd("/vsock/config", tel_config,
+				   "dpdk-vsock settings in force. No parameters");
+	rte_telemetry_register_cmd("/vsock/vms", tel_vms,
+				   "Every VM: state, lcore, connections. No parameters");
+	rte_telemetry_register_cmd("/vsock/stats", tel_stats,
+				   "Counters of one VM. Parameters: int cid");
+	rte_telemetry_register_cmd("/vsock/lcores", tel_lcores,
+				   "Counters of every worker lcore. No parameters");
+	rte_telemetry_register_cmd("/vsock/conns", tel_conns,
+				   "Connections of one VM. Parameters: int cid");
+}

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Helpers of the operator tests (ops_util.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ops_util.h"
+
+#define APP_START_MS 15000
+#define APP_STOP_MS 10000
+#define WAIT_PAUSE_US 2000
+
+void
+ops_runtime_dir(const struct ops_env *o, char *buf, size_t len)
+{
+	const char *base = getenv("RUNTIME_DIRECTORY");
+
+	/* Where DPDK's EAL puts it, as dpdk-telemetry.py computes it. */
+	if (base == NULL)
+		base = getuid() == 0 ? "/var/run" : getenv("XDG_RUNTIME_DIR");
+	if (base == NULL)
+		base = "/tmp";
+	snprintf(buf, len, "%s/dpdk/%s", base, o->prefix);
+}
+
+/* As the datapath tests: stay off the CPU the app's worker spins on. */
+static void
+pin_off_worker(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+int
+ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *extra)
+{
+	static const char *const eal_base[] = { APP_PROC_EAL_DEFAULT };
+	const char *eal[16], *args[24], *socks[3];
+	char vm3[400], vm5[400], uds5[128], prefix_arg[64];
+	unsigned int n = 0, i;
+	struct dp_env *e = &o->dp;
+
+	memset(o, 0, sizeof(*o));
+	if (app_proc_init(&e->app) < 0)
+		return -1;
+	snprintf(o->prefix, sizeof(o->prefix), "vsock-ops-%d", (int)getpid());
+	for (i = 0; i < sizeof(eal_base) / sizeof(eal_base[0]); i++)
+		eal[i] = eal_base[i];
+	snprintf(prefix_arg, sizeof(prefix_arg), "--file-prefix=%s", o->prefix);
+	eal[i++] = prefix_arg;
+	eal[i] = NULL;
+
+	app_proc_path(&e->app, "vm3.sock", e->sock, sizeof(e->sock));
+	app_proc_path(&e->app, "vm3.vsock", e->uds, sizeof(e->uds));
+	snprintf(vm3, sizeof(vm3), "cid=%d,socket=%s,uds=%s", DP_CID, e->sock, e->uds);
+	args[n++] = "--vm";
+	args[n++] = vm3;
+	socks[0] = e->sock;
+	socks[1] = NULL;
+	if (two_vms) {
+		app_proc_path(&e->app, "vm5.sock", o->sock5, sizeof(o->sock5));
+		snprintf(vm5, sizeof(vm5), "cid=5,socket=%s,uds=%s", o->sock5,
+			app_proc_path(&e->app, "vm5.vsock", uds5, sizeof(uds5)));
+		args[n++] = "--vm";
+		args[n++] = vm5;
+		socks[1] = o->sock5;
+		socks[2] = NULL;
+	}
+	if (console)
+		args[n++] = "-i";
+	for (i = 0; extra != NULL && extra[i] != NULL && n < 23; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	e->app.stdin_pipe = console;
+	if (app_proc_start(&e->app, eal, args, socks, APP_START_MS) < 0) {
+		app_proc_fini(&e->app);
+		return -1;
+	}
+	pin_off_worker();
+	return 0;
+}
+
+static void
+remove_runtime_dir(const struct ops_env *o)
+{
+	char dir[256], path[512];
+	struct dirent *d;
+	DIR *dp;
+
+	ops_runtime_dir(o, dir, sizeof(dir));
+	dp = opendir(dir);
+	if (dp == NULL)
+		return;
+	while ((d = readdir(dp)) != NULL) {
+		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		unlink(path);
+	}
+	closedir(dp);
+	rmdir(dir);
+}
+
+int
+ops_stop(struct ops_env *o)
+{
+	int status = 0;
+
+	if (o->dp.app.pid >= 0) {
+		status = dp_app_stop(&o->dp, false);
+	} else {
+		/* Already exited (quit): only the frontend and the files are left. */
+		dp_detach(&o->dp);
+		app_proc_fini(&o->dp.app);
+	}
+
+	remove_runtime_dir(o);
+	return status;
+}
+
+long
+ops_log_mark(const struct ops_env *o)
+{
+	struct stat st;
+
+	return stat(o->dp.app.log, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* The log from @p mark on, NUL-terminated, or NULL. Free it. */
+static char *
+log_from(const struct ops_env *o, long mark)
+{
+	FILE *f = fopen(o->dp.app.log, "r");
+	char *buf = NULL;
+	long end;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (end = ftell(f)) >= mark &&
+			fseek(f, mark, SEEK_SET) == 0) {
+		buf = malloc((size_t)(end - mark) + 1);
+		if (buf != NULL)
+			buf[fread(buf, 1, (size_t)(end - mark), f)] = '\0';
+	}
+	fclose(f);
+	return buf;
+}
+
+unsigned int
+ops_log_count(const struct ops_env *o, long mark, const char *needle)
+{
+	char *buf = log_from(o, mark), *p;
+	unsigned int n = 0;
+
+	for (p = buf; p != NULL && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		n++;
+	free(buf);
+	return n;
+}
+
+bool
+ops_log_has(const struct ops_env *o, long mark, const char *needle)
+{
+	return ops_log_count(o, mark, needle) > 0;
+}
+
+bool
+ops_cmd(struct ops_env *o, const char *cmd, const char *expect, unsigned int ms,
+		long *mark_out)
+{
+	long mark = ops_log_mark(o);
+	uint64_t deadline = dp_now_ns() + (uint64_t)ms * 1000000u;
+	bool found;
+
+	if (mark_out != NULL)
+		*mark_out = mark;
+	if (app_proc_send(&o->dp.app, cmd) < 0)
+		return false;
+	/* The console echoes the command: look for the answer after the echo. */
+	mark += (long)strlen(cmd);
+	while (!(found = ops_log_has(o, mark, expect)) && dp_now_ns() < deadline) {
+		if (o->dp.attached)
+			vfe_guest_poll(&o->dp.g);
+		usleep(WAIT_PAUSE_US);
+	}
+	if (!found)
+		tap_diag("'%s': no '%s' within %u ms", cmd, expect, ms);
+	return found;
+}
+
+int
+ops_tel(const struct ops_env *o, const char *cmd, char *out, size_t len)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char dir[200];
+	ssize_t n;
+	int fd, rc = 0;
+
+	ops_runtime_dir(o, dir, sizeof(dir));
+	if (strlen(dir) + sizeof("/dpdk_telemetry.v2") > sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a.sun_path, dir, strlen(dir));
+	strcat(a.sun_path, "/dpdk_telemetry.v2");
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* The greeting ({"version": ..., "max_output_len": ...}) comes first. */
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+			recv(fd, out, len - 1, 0) <= 0 ||
+			send(fd, cmd, strlen(cmd), 0) != (ssize_t)strlen(cmd)) {
+		rc = -errno;
+	} else {
+		n = recv(fd, out, len - 1, 0);
+		if (n <= 0)
+			rc = n < 0 ? -errno : -EPIPE;
+		else
+			out[n] = '\0';
+	}
+	close(fd);
+	return rc;
+}
+
+/* Where the value of @p path starts in @p json (just after "key": ), or NULL. */
+static const char *
+json_find(const char *json, const char *path)
+{
+	char part[96], key[100];
+	const char *p = json, *dot;
+
+	while (p != NULL && *path) {
+		size_t l;
+
+		dot = strchr(path, '.');
+		l = dot != NULL ? (size_t)(dot - path) : strlen(path);
+		if (l >= sizeof(part))
+			return NULL;
+		memcpy(part, path, l);
+		part[l] = '\0';
+		snprintf(key, sizeof(key), "\"%s\":", part);
+		p = strstr(p, key);
+		if (p != NULL)
+			p += strlen(key);
+		path += l + (dot != NULL);
+	}
+	while (p != NULL && *p == ' ')
+		p++;
+	return p;
+}
+
+int
+ops_json_u64(const char *json, const char *path, uint64_t *v)
+{
+	const char *p = json_find(json, path);
+	char *end;
+
+	if (p == NULL || *p < '0' || *p > '9')
+		return -ENOENT;
+	*v = strtoull(p, &end, 10);
+	return 0;
+}
+
+int
+ops_json_str(const char *json, const char *path, char *out, size_t len)
+{
+	const char *p = json_find(json, path), *q;
+
+	if (p == NULL || *p != '"' || (q = strchr(p + 1, '"')) == NULL ||
+			(size_t)(q - p - 1) >= len)
+		return -ENOENT;
+	memcpy(out, p + 1, (size_t)(q - p - 1));
+	out[q - p - 1] = '\0';
+	return 0;
+}
+
+uint64_t
+ops_tel_u64(const struct ops_env *o, const char *cmd, const char *path)
+{
+	static char buf[OPS_TEL_MAX];
+	uint64_t v;
+
+	if (ops_tel(o, cmd, buf, sizeof(buf)) < 0 || ops_json_u64(buf, path, &v) < 0)
+		return UINT64_MAX;
+	return v;
+}
