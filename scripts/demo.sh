@@ -40,7 +40,8 @@ trap cleanup EXIT
 echo "demo: starting dpdk-vsock-app (log: run/app.log)"
 # shellcheck disable=SC2046
 (cd "$run" && exec "$VSOCK_APP" -l 0-1 --no-pci $(vsock_eal_mem_args) \
-	--log-level=lib.eal:error -- --config "$VSOCK_TOP/config/default.conf") \
+	--log-level=lib.eal:error -- --config "$VSOCK_TOP/config/default.conf" \
+	--stats-period 2) \
 	>"$run/app.log" 2>&1 &
 app_pid=$!
 for _ in $(seq 100); do
@@ -113,6 +114,11 @@ check() {	# WHAT SENDER-FILE RECEIVER-FILE [NOTE]
 		ok=0
 	fi
 }
+# The last periodic display the app printed (--stats-period), as an operator sees it.
+echo "demo: the app's last statistics display"
+awk '/VM statistics for CID/ { buf = ""; grab = 1 }
+	grab && /^  / { buf = buf $0 "\n" }
+	END { printf "%s", buf }' "$run/app.log"
 echo "demo: summary"
 if grep -q '^CID 3$' "$run/guest.log"; then
 	echo "  guest CID      3, as the app answered QEMU's GET_CONFIG"
