@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +24,30 @@
 #include "args.h"
 #include "console.h"
 #include "display.h"
+
+/* Host sockets a VM can hold (its connection table, CONNECT lines included), and the rest. */
+#define FDS_PER_VM 1024
+#define FDS_RESERVED 256
+
+/*
+ * Every vsock connection holds a host socket. With the usual soft limit of 1024
+ * descriptors one guest opening its allowed connections would starve the other
+ * VMs and the vhost-user sockets, so ask for room for all of them up front.
+ */
+static void raise_fd_limit(unsigned int nb_vms)
+{
+	rlim_t want = (rlim_t)nb_vms * FDS_PER_VM + FDS_RESERVED;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
+		fprintf(stderr, "warning: open file limit %lu is below the %lu that %u VM%s may "
+			"need; raise it (ulimit -n) or one guest can starve the others\n",
+			(unsigned long)rl.rlim_cur, (unsigned long)want, nb_vms,
+			nb_vms == 1 ? "" : "s");
+}
 
 static void usage(const char *prog)
 {
@@ -154,6 +179,7 @@ int main(int argc, char **argv)
 	sigaddset(&stop_sigs, SIGTERM);
 	sigprocmask(SIG_BLOCK, &stop_sigs, NULL);
 
+	raise_fd_limit(opts.pmd.nb_vms);
 	rc = rte_eal_init(sep, argv);
 	if (rc < 0) {
 		fprintf(stderr, "%s: EAL initialisation failed: %s\n", argv[0],

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -215,6 +216,13 @@ ops_tel(const struct ops_env *o, const char *cmd, char *out, size_t len)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* An app that cannot answer must fail the test, not hang it. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 10 },
+		       sizeof(struct timeval)) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
 	/* The greeting ({"version": ..., "max_output_len": ...}) comes first. */
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 			recv(fd, out, len - 1, 0) <= 0 ||

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Shared by the hostile tests: one app serving two VMs on its one worker lcore.
+ *
+ * - VM 3 is the attacker. The test drives it through a raw guest (struct rawg): the frontend's
+ *   rings with a minimal driver on top (rx buffers kept posted, every packet the app writes
+ *   logged), so that a test can also write descriptors and indices by hand.
+ * - VM 5 is a bystander with a well-behaved driver (vfe_guest). After every hostile case
+ *   hu_peer_check() opens a connection from it to a host listener, moves checked bytes both
+ *   ways and closes it: the attack must not have touched it.
+ *
+ * Nothing here reports TAP lines (tap.h counts per translation unit): calls return a result
+ * and leave a description of a failure in hu_env.why.
+ */
+#ifndef TESTS_HOSTILE_HOSTILE_UTIL_H
+#define TESTS_HOSTILE_HOSTILE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops_util.h"
+#include "vfe.h"
+
+#define HU_ATTACKER_CID 3
+#define HU_PEER_CID 5
+#define HU_HOST_CID 2
+/** The app's buf_alloc per connection, in every header it sends. */
+#define HU_APP_BUF_ALLOC (256u * 1024)
+/** The app's connections per VM (CONN_MAX_DEFAULT). */
+#define HU_APP_MAX_CONNS 1023
+/** Bytes per raw guest rx buffer, and room per tx packet. */
+#define RG_RX_LEN 4096u
+#define RG_TX_LEN (44u + 65536u)
+#define RG_LOG_MAX 4096
+/** Cookie of a tx chain a test built itself: its completion frees no raw guest buffer. */
+#define RG_FOREIGN ((void *)(uintptr_t)0xffffffu)
+
+struct hu_env {
+	/** The app (VM 3 in o.dp.sock/uds, VM 5 in o.sock5), telemetry, log marks. */
+	struct ops_env o;
+	/** VM 5's driver; only its sock, uds, v, g and attached fields are used. */
+	struct dp_env peer;
+	int peer_lfd;
+	uint32_t peer_port;
+	uint64_t peer_seed;
+	char why[256];
+};
+
+/** One packet the app wrote into a raw guest rx buffer. */
+struct rg_pkt {
+	struct vfe_vsock_pkt p;
+	uint32_t used_len;
+	uint8_t payload[64];	/* its first bytes */
+};
+
+struct rawg {
+	struct vfe_vsock v;
+	bool attached;
+	uint16_t ring;
+	uint8_t **rx_buf;
+	uint64_t *rx_gpa;
+	uint8_t **tx_buf;
+	uint64_t *tx_gpa;
+	uint16_t *tx_free;
+	uint16_t tx_nfree;
+	/** Used entries that named no chain in flight (vfe_vq_get_used -EIO). */
+	uint64_t bad_used;
+	uint64_t tx_completed;
+	unsigned int nlog;
+	bool log_overflow;
+	struct rg_pkt log[RG_LOG_MAX];
+};
+
+uint64_t hu_now_ms(void);
+
+/** Start the app with both VMs, attach VM 5 and its host listener. 0 or -1 (why set). */
+int hu_start(struct hu_env *h);
+
+/** Detach VM 5, SIGTERM the app: its wait status (the log is printed if @p dump_log). */
+int hu_stop(struct hu_env *h, bool dump_log);
+
+/**
+ * VM 5 connects to the host, 3000 checked bytes each way, guest close answered with RST,
+ * host reads EOF. 0, or -1 with why set.
+ */
+int hu_peer_check(struct hu_env *h);
+
+/** The worker lcore of VM @p cid from /vsock/vms, or -1. */
+int hu_vm_lcore(struct hu_env *h, unsigned int cid);
+
+/** A counter of VM @p cid from /vsock/stats (e.g. "conns_reset", "errors.pkt_op"). */
+uint64_t hu_stat(struct hu_env *h, unsigned int cid, const char *path);
+
+/** Wait up to @p ms for @p needle in the app log after @p mark. */
+bool hu_log_wait(struct hu_env *h, long mark, const char *needle, unsigned int ms);
+
+/** Whether the app process is still running. */
+bool hu_app_alive(struct hu_env *h);
+
+/**
+ * Attach a raw guest to VM 3 (@p conf NULL: 128-entry rings, 32 MiB in two regions with a
+ * 1 MiB hole, 8-entry indirect tables) and post a full rx ring. 0 or -errno.
+ */
+int rg_attach(struct rawg *g, struct hu_env *h, const struct vfe_vsock_conf *conf);
+
+/** Close the frontend without a word (QEMU killed). */
+void rg_close(struct rawg *g);
+
+/** Take the app's rx packets (logged, buffers reposted) and tx completions. */
+unsigned int rg_poll(struct rawg *g);
+
+/**
+ * Put one packet on the tx ring in one descriptor (header, then @p pkt->len payload bytes
+ * from @p payload; NULL sends zeros) and publish it. 0, -ENOSPC (ring), -EINVAL.
+ */
+int rg_send(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload);
+
+/**
+ * A buffer of @p buf_len bytes (may be shorter than a header) starting with @p pkt's header,
+ * zeros after it, whatever @p pkt->len says.
+ */
+int rg_send_raw(struct rawg *g, const struct vfe_vsock_pkt *pkt, uint32_t buf_len);
+
+/** Poll the raw guest until @p cond holds or @p ms passed: the last value of cond. */
+#define RG_WAIT(g, cond, ms) ({ \
+	uint64_t rg_deadline_ = hu_now_ms() + (ms); \
+	bool rg_ok_; \
+	while (!(rg_ok_ = (cond)) && hu_now_ms() < rg_deadline_) \
+		if (rg_poll(g) == 0) \
+			usleep(200); \
+	rg_ok_; })
+
+/** Index of the first logged packet from @p from on with this op and ports, or -1. */
+int rg_find(const struct rawg *g, unsigned int from, uint16_t op, uint32_t guest_port,
+		uint32_t host_port);
+
+/**
+ * Whether log entry @p k is exactly the RST answering a packet from guest port @p gport to
+ * host port @p hport of @p type: 2:hport -> 3:gport, len 0, flags 0, used len 44.
+ * Otherwise describes it in @p why.
+ */
+bool rg_is_rst(const struct rawg *g, int k, uint32_t gport, uint32_t hport, uint16_t type,
+		char *why, size_t len);
+
+/** A REQUEST (or another op) from the raw guest: src 3:@p gport, dst 2:@p hport, stream. */
+struct vfe_vsock_pkt rg_hdr(uint16_t op, uint32_t gport, uint32_t hport);
+
+#endif /* TESTS_HOSTILE_HOSTILE_UTIL_H */
