@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Set up, build and run every test; the last line is "N passed, N failed".
-# Usage: scripts/test.sh [meson test arguments, e.g. --suite unit]
+#
+# Three passes: the whole suite on the normal build, the whole suite again on an
+# ASan+UBSan build (the benchmark smoke aside), and each libFuzzer target for a
+# bounded time. Usage: scripts/test.sh [meson test arguments, e.g. --suite unit];
+# with arguments only the first pass runs, with those arguments.
+# Environment: VSOCK_FUZZ_SECONDS (default 20) per fuzz target.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -9,24 +14,51 @@ echo "test: building in $VSOCK_BUILD"
 vsock_build
 
 status=0
-meson test -C "$VSOCK_BUILD" --print-errorlogs --num-processes 2 "$@" || status=$?
+logs=()
+extra_passed=0
+extra_failed=0
+
+run_suite() {	# BUILD-DIR [meson test arguments]
+	local dir=$1
+	shift
+	meson test -C "$dir" --print-errorlogs --num-processes 2 "$@" || status=1
+	logs+=("$dir/meson-logs/testlog.json")
+}
+
+run_suite "$VSOCK_BUILD" "$@"
+if (($# == 0)); then
+	asan=$(dirname "$VSOCK_BUILD")/$(basename "$VSOCK_BUILD")-asan
+	echo "test: ASan+UBSan build in $asan"
+	[[ -f $asan/build.ninja ]] || meson setup "$asan" "$VSOCK_TOP" -Dsanitize=true >/dev/null
+	ninja -C "$asan" >/dev/null
+	run_suite "$asan" --no-suite bench-smoke
+
+	echo "test: fuzzing each target for ${VSOCK_FUZZ_SECONDS:-20} s"
+	if "$VSOCK_TOP/scripts/fuzz.sh" "${VSOCK_FUZZ_SECONDS:-20}"; then
+		extra_passed=1
+	else
+		extra_failed=1
+		status=1
+	fi
+fi
 
 # Count TAP results across all test programs; a program that crashed or timed
 # out without a "not ok" line counts as one failure.
 rc=0
-python3 - "$VSOCK_BUILD/meson-logs/testlog.json" <<'PY' || rc=$?
+python3 - "$extra_passed" "$extra_failed" "${logs[@]}" <<'PY' || rc=$?
 import json, re, sys
-passed = failed = 0
-for line in open(sys.argv[1]):
-    t = json.loads(line)
-    out = t.get("stdout") or ""
-    ok = len(re.findall(r"^ok \d+", out, re.M))
-    bad = len(re.findall(r"^not ok \d+", out, re.M))
-    if t["result"] not in ("OK", "SKIP", "EXPECTEDFAIL") and bad == 0:
-        bad = 1
-        print(f"test: {t['name']} ended {t['result']}")
-    passed += ok
-    failed += bad
+passed, failed = int(sys.argv[1]), int(sys.argv[2])
+for path in sys.argv[3:]:
+    for line in open(path):
+        t = json.loads(line)
+        out = t.get("stdout") or ""
+        ok = len(re.findall(r"^ok \d+", out, re.M))
+        bad = len(re.findall(r"^not ok \d+", out, re.M))
+        if t["result"] not in ("OK", "SKIP", "EXPECTEDFAIL") and bad == 0:
+            bad = 1
+            print(f"test: {t['name']} ended {t['result']} ({path})")
+        passed += ok
+        failed += bad
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed or passed == 0 else 0)
 PY
