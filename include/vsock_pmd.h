@@ -24,9 +24,20 @@ extern "C" {
 /** Packets handled per virtqueue per poll, as testpmd's "set burst". */
 #define VSOCK_PMD_BURST_DEFAULT 32
 #define VSOCK_PMD_BURST_MAX 512
+/** Payload mbufs per VM (its share of its NUMA node's pool): default and bounds. */
+#define VSOCK_PMD_MBUFS_DEFAULT 8192
+#define VSOCK_PMD_MBUFS_MIN 64
+#define VSOCK_PMD_MBUFS_MAX (1u << 20)
 
 /** Longest usable Unix socket path, without the terminating NUL. */
 #define VSOCK_PMD_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+/** Guest-to-guest routing groups one VM may belong to (doc/multi-vm.md). */
+#define VSOCK_PMD_MAX_VM_GROUPS 8
+/** Distinct group names in one configuration. */
+#define VSOCK_PMD_MAX_GROUPS 64
+/** Longest group name, NUL included. */
+#define VSOCK_PMD_GROUP_NAME_MAX 32
 
 /** One VM: its context ID and where its sockets live. */
 struct vsock_pmd_vm_conf {
@@ -36,17 +47,57 @@ struct vsock_pmd_vm_conf {
 	char socket_path[VSOCK_PMD_PATH_MAX + 1];
 	/** Hybrid vsock Unix socket (Firecracker convention). */
 	char uds_path[VSOCK_PMD_PATH_MAX + 1];
+	/**
+	 * Poll this VM on worker lcore @p lcore. Otherwise (false, the zeroed default) it goes
+	 * to the worker with the fewest VMs when vsock_pmd_start() places them all.
+	 */
+	bool pinned;
+	unsigned int lcore;
+	/**
+	 * Guest-to-guest routing: a guest may connect to another guest's CID only when both
+	 * VMs share one of these groups (rust-vmm vhost-device-vsock's groups). None: the
+	 * guest reaches the host only.
+	 */
+	unsigned int nb_groups;
+	char groups[VSOCK_PMD_MAX_VM_GROUPS][VSOCK_PMD_GROUP_NAME_MAX];
+};
+
+/** How a worker lcore waits when its rings and sockets have nothing for it. */
+enum vsock_pmd_wait_mode {
+	/** Keep polling: the guest never needs to kick us (the default). */
+	VSOCK_PMD_WAIT_POLL = 0,
+	/**
+	 * Sleep in epoll on the guests' kick eventfds and the host sockets, as the kernel's
+	 * vhost-vsock and rust-vmm's vhost-device-vsock do. For comparisons: it costs a guest
+	 * kick (a VM exit on real hardware) and a wakeup per idle-to-busy transition.
+	 */
+	VSOCK_PMD_WAIT_NOTIFY,
 };
 
 /** Everything vsock_pmd_start() needs. */
 struct vsock_pmd_conf {
 	/** Packets per virtqueue per poll, 1..VSOCK_PMD_BURST_MAX. */
 	unsigned int burst;
+	/**
+	 * Publish every used entry with its own used->idx store (the kernel's behaviour before
+	 * used-ring batching) instead of one store per burst. For comparisons only.
+	 */
+	bool used_per_entry;
+	enum vsock_pmd_wait_mode wait_mode;
+	/**
+	 * Payload mbufs per VM, VSOCK_PMD_MBUFS_MIN..VSOCK_PMD_MBUFS_MAX: the VMs polled from
+	 * one NUMA node share one pool of this many times their number. When it runs out, data
+	 * waits (in the guest's ring or the host socket) instead of being dropped.
+	 */
+	unsigned int mbufs_per_vm;
 	unsigned int nb_vms;
 	struct vsock_pmd_vm_conf vms[VSOCK_PMD_MAX_VMS];
 };
 
-/** Fill @p conf with the defaults: no VM, burst VSOCK_PMD_BURST_DEFAULT. */
+/**
+ * Fill @p conf with the defaults: no VM, burst VSOCK_PMD_BURST_DEFAULT, batched, polling,
+ * VSOCK_PMD_MBUFS_DEFAULT mbufs per VM.
+ */
 void vsock_pmd_conf_init(struct vsock_pmd_conf *conf);
 
 /**
@@ -152,6 +203,11 @@ struct vsock_pmd_vm_info {
 	char uds_path[VSOCK_PMD_PATH_MAX + 1];
 	bool running;		/**< a guest driver is attached and its rings are polled */
 	int lcore;		/**< lcore polling it, -1 when not running */
+	unsigned int placed_lcore;	/**< lcore that polls it whenever a guest is attached */
+	bool pinned;		/**< placed by configuration (lcore=), not balanced */
+	int numa_socket;	/**< NUMA node of its connection table and mbufs */
+	unsigned int nb_groups;	/**< guest-to-guest routing groups, as configured */
+	char groups[VSOCK_PMD_MAX_VM_GROUPS][VSOCK_PMD_GROUP_NAME_MAX];
 	uint64_t features;	/**< virtio features negotiated (valid while running) */
 	uint16_t ring_size[VSOCK_PMD_NB_QUEUES];
 	bool ring_broken[VSOCK_PMD_NB_QUEUES];	/**< stopped: the guest broke the ring */
@@ -186,10 +242,28 @@ struct vsock_pmd_conn_info {
 	uint32_t peer_buf_alloc;	/**< the guest's receive buffer */
 	uint32_t queued_to_host;	/**< guest bytes waiting for the host socket */
 	uint32_t queued_to_guest;	/**< host bytes waiting for guest buffers or credit */
+	/** The far side: 2 for the host (a socket or a native program), else another guest. */
+	uint64_t peer_cid;
 };
 
 /** Settings in force. @return 0 or -ENODEV. */
 int vsock_pmd_config_get(struct vsock_pmd_config *conf);
+
+/**
+ * What the process holds now, for leak checks and capacity planning: after every guest and
+ * host program of a VM went away, each value returns to what it was before they came.
+ */
+struct vsock_pmd_resources {
+	uint64_t mbufs_total;	/**< payload mbufs of every pool (mbufs_per_vm x VMs) */
+	/** Of those, the ones holding queued data (per-lcore caches count as free). */
+	uint64_t mbufs_in_use;
+	uint32_t conns;		/**< open connections of every VM, CONNECT lines included */
+	int64_t open_fds;	/**< file descriptors the process has open, -1 if unknown */
+	uint64_t rss_bytes;	/**< resident memory of the process, 0 if unknown */
+};
+
+/** Read the resources in use. @return 0 or -ENODEV. */
+int vsock_pmd_resources_get(struct vsock_pmd_resources *res);
 
 /** State of VM number @p idx (0..nb_vms-1, command-line order). @return 0, -ENODEV, -ENOENT. */
 int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info);

@@ -3,6 +3,7 @@
  * Command line and configuration checks. Everything is validated before the
  * first socket is created, so a bad configuration leaves nothing behind.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -14,6 +15,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <rte_config.h>
 
 #include "args.h"
 
@@ -67,6 +70,17 @@ int app_burst_parse(const char *s, unsigned int *burst, char *err, size_t err_le
 	return 0;
 }
 
+int app_mbufs_parse(const char *s, unsigned int *mbufs, char *err, size_t err_len)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) < 0 || v < VSOCK_PMD_MBUFS_MIN || v > VSOCK_PMD_MBUFS_MAX)
+		return fail(err, err_len, "mbufs per VM '%s' is not a number in %u..%u",
+			    s, VSOCK_PMD_MBUFS_MIN, VSOCK_PMD_MBUFS_MAX);
+	*mbufs = (unsigned int)v;
+	return 0;
+}
+
 int app_stats_period_parse(const char *s, unsigned int *period, char *err, size_t err_len)
 {
 	uint64_t v;
@@ -89,6 +103,30 @@ static int copy_path(char *dst, const char *val, const char *key, size_t max,
 		return fail(err, err_len, "--vm: %s path '%s' is longer than %zu bytes "
 			    "(a Unix socket path limit)", key, val, max);
 	memcpy(dst, val, len + 1);
+	return 0;
+}
+
+/* Group names go in logs and the console: letters, digits, '-', '_' and '.' only. */
+static int add_group(struct vsock_pmd_vm_conf *vm, const char *name, char *err, size_t err_len)
+{
+	size_t len = strlen(name), i;
+
+	if (len == 0 || len >= VSOCK_PMD_GROUP_NAME_MAX)
+		return fail(err, err_len, "--vm: group name '%s' must have 1 to %d characters",
+			    name, VSOCK_PMD_GROUP_NAME_MAX - 1);
+	for (i = 0; i < len; i++) {
+		if (!isalnum((unsigned char)name[i]) && !strchr("-_.", name[i]))
+			return fail(err, err_len, "--vm: group name '%s' may only hold letters, "
+				    "digits, '-', '_' and '.'", name);
+	}
+	for (i = 0; i < vm->nb_groups; i++) {
+		if (strcmp(vm->groups[i], name) == 0)
+			return 0;
+	}
+	if (vm->nb_groups == VSOCK_PMD_MAX_VM_GROUPS)
+		return fail(err, err_len, "--vm: at most %d groups per VM",
+			    VSOCK_PMD_MAX_VM_GROUPS);
+	memcpy(vm->groups[vm->nb_groups++], name, len + 1);
 	return 0;
 }
 
@@ -124,9 +162,20 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 			if (copy_path(vm.uds_path, val, "uds",
 				      VSOCK_PMD_PATH_MAX - UDS_PORT_SUFFIX_MAX, err, err_len) < 0)
 				return -1;
+		} else if (strcmp(item, "lcore") == 0) {
+			uint64_t lcore;
+
+			if (parse_u64(val, &lcore) < 0 || lcore >= RTE_MAX_LCORE)
+				return fail(err, err_len, "--vm: lcore '%s' is not a number "
+					    "below %d", val, RTE_MAX_LCORE);
+			vm.pinned = true;
+			vm.lcore = (unsigned int)lcore;
+		} else if (strcmp(item, "group") == 0) {
+			if (add_group(&vm, val, err, err_len) < 0)
+				return -1;
 		} else {
-			return fail(err, err_len, "--vm: unknown key '%s' (expected cid, socket, uds)",
-				    item);
+			return fail(err, err_len, "--vm: unknown key '%s' (expected cid, socket, "
+				    "uds, lcore, group)", item);
 		}
 	}
 	if (!have_cid)
@@ -140,14 +189,43 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 	return 0;
 }
 
-enum { OPT_VM = 256, OPT_CONFIG, OPT_BURST, OPT_STATS_PERIOD };
+int app_used_publish_parse(const char *s, bool *per_entry, char *err, size_t err_len)
+{
+	if (strcmp(s, "batch") == 0)
+		*per_entry = false;
+	else if (strcmp(s, "per-entry") == 0)
+		*per_entry = true;
+	else
+		return fail(err, err_len, "used publication '%s' is not batch or per-entry", s);
+	return 0;
+}
+
+int app_wait_mode_parse(const char *s, enum vsock_pmd_wait_mode *mode, char *err,
+			size_t err_len)
+{
+	if (strcmp(s, "poll") == 0)
+		*mode = VSOCK_PMD_WAIT_POLL;
+	else if (strcmp(s, "notify") == 0)
+		*mode = VSOCK_PMD_WAIT_NOTIFY;
+	else
+		return fail(err, err_len, "wait mode '%s' is not poll or notify", s);
+	return 0;
+}
+
+enum {
+	OPT_VM = 256, OPT_CONFIG, OPT_BURST, OPT_STATS_PERIOD, OPT_USED_PUBLISH, OPT_WAIT_MODE,
+	OPT_MBUFS,
+};
 
 static const struct option long_opts[] = {
 	{ "vm", required_argument, NULL, OPT_VM },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "burst", required_argument, NULL, OPT_BURST },
+	{ "mbufs", required_argument, NULL, OPT_MBUFS },
 	{ "interactive", no_argument, NULL, 'i' },
 	{ "stats-period", required_argument, NULL, OPT_STATS_PERIOD },
+	{ "used-publish", required_argument, NULL, OPT_USED_PUBLISH },
+	{ "wait-mode", required_argument, NULL, OPT_WAIT_MODE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -173,8 +251,21 @@ int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size
 			if (app_burst_parse(optarg, &opts->pmd.burst, err, err_len) < 0)
 				return -1;
 			break;
+		case OPT_MBUFS:
+			if (app_mbufs_parse(optarg, &opts->pmd.mbufs_per_vm, err, err_len) < 0)
+				return -1;
+			break;
 		case OPT_STATS_PERIOD:
 			if (app_stats_period_parse(optarg, &opts->stats_period, err, err_len) < 0)
+				return -1;
+			break;
+		case OPT_USED_PUBLISH:
+			if (app_used_publish_parse(optarg, &opts->pmd.used_per_entry, err,
+						   err_len) < 0)
+				return -1;
+			break;
+		case OPT_WAIT_MODE:
+			if (app_wait_mode_parse(optarg, &opts->pmd.wait_mode, err, err_len) < 0)
 				return -1;
 			break;
 		case 'i':
@@ -241,6 +332,27 @@ static int check_socket_path(const char *path, const char *what, uint64_t cid,
 	return 0;
 }
 
+/* Distinct group names across every VM. */
+static unsigned int count_groups(const struct vsock_pmd_conf *conf)
+{
+	unsigned int i, g, n = 0;
+
+	for (i = 0; i < conf->nb_vms; i++) {
+		for (g = 0; g < conf->vms[i].nb_groups; g++) {
+			const char *name = conf->vms[i].groups[g];
+			bool seen = false;
+			unsigned int j, h;
+
+			for (j = 0; j < i && !seen; j++) {
+				for (h = 0; h < conf->vms[j].nb_groups && !seen; h++)
+					seen = strcmp(conf->vms[j].groups[h], name) == 0;
+			}
+			n += !seen;
+		}
+	}
+	return n;
+}
+
 int app_opts_validate(const struct app_opts *opts, char *err, size_t err_len)
 {
 	const struct vsock_pmd_conf *conf = &opts->pmd;
@@ -275,5 +387,7 @@ int app_opts_validate(const struct app_opts *opts, char *err, size_t err_len)
 		    check_socket_path(a->uds_path, "uds", a->cid, err, err_len) < 0)
 			return -1;
 	}
+	if (count_groups(conf) > VSOCK_PMD_MAX_GROUPS)
+		return fail(err, err_len, "more than %d distinct group names", VSOCK_PMD_MAX_GROUPS);
 	return 0;
 }

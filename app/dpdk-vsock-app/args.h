@@ -24,8 +24,9 @@ void app_opts_init(struct app_opts *opts);
 
 /**
  * Parse the application arguments (argv[0] is the program name). Options:
- * --vm cid=N,socket=PATH,uds=PATH (repeatable), --config FILE, --burst N, -i/--interactive,
- * --stats-period S, -h/--help.
+ * --vm cid=N,socket=PATH,uds=PATH (repeatable), --config FILE, --burst N, --mbufs N,
+ * -i/--interactive,
+ * --stats-period S, --used-publish batch|per-entry, --wait-mode poll|notify, -h/--help.
  * Does not validate across VMs: call app_opts_validate() afterwards.
  * @return 0, or -1 with @p err filled.
  */
@@ -36,6 +37,16 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 
 /** Parse a burst size (1..VSOCK_PMD_BURST_MAX). */
 int app_burst_parse(const char *s, unsigned int *burst, char *err, size_t err_len);
+
+/** Parse --mbufs: payload mbufs per VM (VSOCK_PMD_MBUFS_MIN..VSOCK_PMD_MBUFS_MAX). */
+int app_mbufs_parse(const char *s, unsigned int *mbufs, char *err, size_t err_len);
+
+/** Parse --used-publish: "batch" (false) or "per-entry" (true). */
+int app_used_publish_parse(const char *s, bool *per_entry, char *err, size_t err_len);
+
+/** Parse --wait-mode: "poll" or "notify". */
+int app_wait_mode_parse(const char *s, enum vsock_pmd_wait_mode *mode, char *err,
+			size_t err_len);
 
 /** Longest --stats-period, in seconds (a day). */
 #define APP_STATS_PERIOD_MAX 86400

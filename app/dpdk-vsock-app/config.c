@@ -42,7 +42,9 @@ static int config_line(char *line, struct app_opts *opts, char *err, size_t err_
 		return app_burst_parse(val, &opts->pmd.burst, err, err_len);
 	if (strcmp(key, "stats-period") == 0)
 		return app_stats_period_parse(val, &opts->stats_period, err, err_len);
-	snprintf(err, err_len, "unknown key '%s' (expected vm, burst, stats-period)", key);
+	if (strcmp(key, "mbufs") == 0)
+		return app_mbufs_parse(val, &opts->pmd.mbufs_per_vm, err, err_len);
+	snprintf(err, err_len, "unknown key '%s' (expected vm, burst, mbufs, stats-period)", key);
 	return -1;
 }
 

@@ -290,6 +290,16 @@ static void print_features(uint64_t f)
 	}
 }
 
+static void print_groups(const struct vsock_pmd_vm_info *vi)
+{
+	unsigned int g;
+
+	if (vi->nb_groups == 0)
+		printf("none (host only)");
+	for (g = 0; g < vi->nb_groups; g++)
+		printf("%s%s", g ? "," : "", vi->groups[g]);
+}
+
 int display_config(void)
 {
 	struct vsock_pmd_config c;
@@ -323,6 +333,9 @@ int display_config(void)
 		} else {
 			printf("no guest attached");
 		}
+		printf("\n      placed on lcore %u (%s), NUMA node %d; groups ", vi.placed_lcore,
+		       vi.pinned ? "pinned" : "balanced", vi.numa_socket);
+		print_groups(&vi);
 		printf("\n      socket %s\n      uds    %s\n", vi.socket_path, vi.uds_path);
 	}
 	fflush(stdout);

@@ -58,12 +58,19 @@ static void usage(const char *prog)
 	       "        uds     hybrid vsock Unix socket for host programs\n"
 	       "  --config FILE   read options from FILE, one per line (\"vm ...\", \"burst N\")\n"
 	       "  --burst N       packets per virtqueue per poll, 1..%u (default %u)\n"
+	       "  --mbufs N       payload buffers per VM, %u..%u (default %u); when they run\n"
+	       "                  out, data waits in the rings and sockets, none is dropped\n"
 	       "  -i, --interactive  operator console on stdin (\"help\" lists its commands)\n"
 	       "  --stats-period S   print the statistics every S seconds\n"
+	       "  --used-publish batch|per-entry  one used->idx store per burst (default), or\n"
+	       "                  one per packet as the kernel before used-ring batching\n"
+	       "  --wait-mode poll|notify  idle workers keep polling (default), or sleep on\n"
+	       "                  the guest's kicks and the host sockets as vhost-vsock does\n"
 	       "  -h, --help      this text\n"
 	       "The main lcore does control work; every other EAL lcore polls VMs.\n"
 	       "Counters are also served as telemetry: dpdk-telemetry.py, /vsock/...\n",
-	       prog, VSOCK_PMD_BURST_MAX, VSOCK_PMD_BURST_DEFAULT);
+	       prog, VSOCK_PMD_BURST_MAX, VSOCK_PMD_BURST_DEFAULT, VSOCK_PMD_MBUFS_MIN,
+	       VSOCK_PMD_MBUFS_MAX, VSOCK_PMD_MBUFS_DEFAULT);
 }
 
 static uint64_t now_ms(void)

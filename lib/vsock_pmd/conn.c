@@ -36,6 +36,7 @@
 #include <vsock_pmd.h>
 
 #include "conn.h"
+#include "ep_ring.h"
 #include "ep_uds.h"
 
 #define HOST_CID 2u	/* VMADDR_CID_HOST */
@@ -66,6 +67,7 @@ enum conn_state {
 	CS_ESTABLISHED,
 	CS_CLOSING,	/* we sent SHUTDOWN RCV|SEND, host socket closed; waiting for guest RST */
 	CS_DEAD,	/* RST owed to the guest; freed once it is written */
+	CS_ACCEPT_WAIT,	/* guest REQUEST on a ring: waiting for the far side to accept */
 };
 
 /* Replies owed to the guest (conn.ctl_pending), emitted in this order of bits. */
@@ -89,9 +91,20 @@ enum conn_state {
 #define L_DATA	(1u << 2)
 #define L_TIMER	(1u << 3)
 
+/* Ring connections served per conn_service_host() call, round-robin; mbufs per dequeue. */
+#define RING_BUDGET 64
+#define RING_BURST 32
+
 struct conn_key {
 	uint32_t guest_port;
 	uint32_t host_port;
+};
+
+/* Connections to another guest are told apart by its CID too (conn_table.sib_hash). */
+struct sib_key {
+	uint32_t guest_port;
+	uint32_t host_port;	/* the other guest's port */
+	uint64_t peer_cid;
 };
 
 struct mq {
@@ -130,6 +143,11 @@ struct conn {
 	uint32_t peer_buf_alloc;
 	uint32_t peer_fwd_cnt;
 	struct ep_uds_line line;
+	/* Ring endpoint (ep_ring.h): the host side is another guest or a host program. */
+	TAILQ_ENTRY(conn) ring_link;
+	struct ep_ring *ring;	/* NULL: the host side is fd */
+	uint64_t peer_cid;	/* HOST_CID, or the other guest's CID */
+	uint8_t ring_side;
 };
 
 /* Idle cost per connection, beyond its queued mbufs. */
@@ -138,6 +156,7 @@ _Static_assert(sizeof(struct conn) <= 256, "struct conn grew past 256 bytes");
 TAILQ_HEAD(conn_list, conn);
 
 struct rst_entry {
+	uint64_t peer_cid;
 	uint32_t guest_port;
 	uint32_t host_port;
 	uint16_t type;
@@ -147,6 +166,7 @@ struct conn_table {
 	struct conn_table_conf conf;
 	char uds_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct rte_hash *hash;
+	struct rte_hash *sib_hash;	/* connections whose peer is another guest */
 	int epfd;
 	uint64_t timeout_tsc;
 	uint64_t now;		/* now_tsc of the current conn_poll_host() */
@@ -157,6 +177,8 @@ struct conn_table {
 	uint32_t *free_idx;
 	struct conn *conns;
 	struct conn_list work, ctl, data, timers;
+	struct conn_list rings;		/* every ring connection, served round-robin */
+	uint32_t nb_rings;
 	struct rst_entry rst[RST_RING_SIZE];
 	uint32_t rst_head, rst_count;
 	unsigned int scratch_n;
@@ -367,8 +389,9 @@ static bool can_read(const struct conn *c)
 
 	if (c->state != CS_ESTABLISHED || !(c->host & H_READABLE) || (c->host & H_EOF))
 		return false;
-	if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
-		return c->rxq.bytes == 0 && credit > 0;	/* one whole message at a time */
+	/* A socket is read one whole message at a time; a ring brings pieces with their ends. */
+	if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET && !c->ring)
+		return c->rxq.bytes == 0 && credit > 0;
 	return credit > c->rxq.bytes && c->rxq.bytes < RXQ_MAX;
 }
 
@@ -400,6 +423,26 @@ static void credit_check(struct conn_table *t, struct conn *c)
 
 /* ---- connection life ---- */
 
+static void ring_attach(struct conn_table *t, struct conn *c, struct ep_ring *p,
+			unsigned int side)
+{
+	c->ring = p;
+	c->ring_side = (uint8_t)side;
+	TAILQ_INSERT_TAIL(&t->rings, c, ring_link);
+	t->nb_rings++;
+}
+
+/* Let go of the ring's far side, telling it @p how we ended (ep_ring_release()). */
+static void ring_detach(struct conn_table *t, struct conn *c, uint32_t how)
+{
+	if (!c->ring)
+		return;
+	TAILQ_REMOVE(&t->rings, c, ring_link);
+	t->nb_rings--;
+	ep_ring_release(c->ring, c->ring_side, how);
+	c->ring = NULL;
+}
+
 static struct conn *conn_alloc(struct conn_table *t, int fd)
 {
 	struct conn *c;
@@ -413,9 +456,11 @@ static struct conn *conn_alloc(struct conn_table *t, int fd)
 	memset(c, 0, sizeof(*c));
 	c->gen = gen;
 	c->fd = fd;
+	c->peer_cid = HOST_CID;
 	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 	ev.data.u64 = ((uint64_t)c->gen << 32) | (conn_idx(t, c) + 1);
-	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+	/* fd -1: a ring connection, which has no socket to watch. */
+	if (fd >= 0 && epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		t->free_idx[t->nb_free++] = conn_idx(t, c);
 		return NULL;
 	}
@@ -428,7 +473,10 @@ static struct conn *conn_alloc(struct conn_table *t, int fd)
 static int conn_hash(struct conn_table *t, struct conn *c)
 {
 	struct conn_key k = { .guest_port = c->guest_port, .host_port = c->host_port };
-	int ret = rte_hash_add_key_data(t->hash, &k, c);
+	struct sib_key sk = { .guest_port = c->guest_port, .host_port = c->host_port,
+			      .peer_cid = c->peer_cid };
+	int ret = c->peer_cid == HOST_CID ? rte_hash_add_key_data(t->hash, &k, c) :
+		  rte_hash_add_key_data(t->sib_hash, &sk, c);
 
 	if (ret == 0)
 		c->hashed = 1;
@@ -448,9 +496,16 @@ static void conn_free(struct conn_table *t, struct conn *c)
 {
 	if (c->hashed) {
 		struct conn_key k = { .guest_port = c->guest_port, .host_port = c->host_port };
+		struct sib_key sk = { .guest_port = c->guest_port, .host_port = c->host_port,
+				      .peer_cid = c->peer_cid };
 
-		rte_hash_del_key(t->hash, &k);
+		if (c->peer_cid == HOST_CID)
+			rte_hash_del_key(t->hash, &k);
+		else
+			rte_hash_del_key(t->sib_hash, &sk);
 	}
+	/* Unless it ended cleanly before, the far side of a ring sees a reset. */
+	ring_detach(t, c, EP_RING_RST);
 	if (c->lists & L_WORK)
 		TAILQ_REMOVE(&t->work, c, work_link);
 	ctl_del(t, c);
@@ -475,6 +530,8 @@ static void conn_free(struct conn_table *t, struct conn *c)
 static void conn_end(struct conn_table *t, struct conn *c)
 {
 	close_fd(c);
+	/* A clean end for the far side: it reads what we sent, then EOF (unless reset first). */
+	ring_detach(t, c, EP_RING_SHUT_SEND | EP_RING_SHUT_RCV);
 	mq_free(&c->txq);
 	mq_free(&c->rxq);
 	data_del(t, c);
@@ -486,13 +543,18 @@ static void conn_end(struct conn_table *t, struct conn *c)
 
 static void conn_reset(struct conn_table *t, struct conn *c, enum conn_err why)
 {
+	if (c->ring)
+		ep_ring_set(c->ring, c->ring_side, EP_RING_RST);
 	t->stats.proto_err[why]++;
 	t->stats.conns_reset++;
 	conn_end(t, c);
 }
 
-/* RST for a packet that has no connection (or must not get one). */
-static void rst_queue(struct conn_table *t, const struct vsock_hdr *h)
+/*
+ * RST for a packet that has no connection (or must not get one), from @p peer_cid: the
+ * guest it was for when that guest is reachable, so that the sender's socket recognises it.
+ */
+static void rst_queue_from(struct conn_table *t, const struct vsock_hdr *h, uint64_t peer_cid)
 {
 	struct rst_entry *e;
 
@@ -503,9 +565,16 @@ static void rst_queue(struct conn_table *t, const struct vsock_hdr *h)
 		return;
 	}
 	e = &t->rst[(t->rst_head + t->rst_count++) % RST_RING_SIZE];
+	e->peer_cid = peer_cid;
 	e->guest_port = h->src_port;
 	e->host_port = h->dst_port;
 	e->type = h->type;
+}
+
+/* The host answers everything else, malformed or unroutable packets included. */
+static void rst_queue(struct conn_table *t, const struct vsock_hdr *h)
+{
+	rst_queue_from(t, h, HOST_CID);
 }
 
 /* Tell the guest what the host side did, once the data before it is delivered. */
@@ -517,7 +586,8 @@ static void host_shutdown_check(struct conn_table *t, struct conn *c)
 		return;
 	if ((c->host & H_EOF) && c->rxq.bytes == 0)
 		want |= VIRTIO_VSOCK_SHUTDOWN_SEND;
-	if ((c->host & H_HUP) && (want & VIRTIO_VSOCK_SHUTDOWN_SEND))
+	/* A ring's far side that reads no more says so at once, not only after its EOF. */
+	if ((c->host & H_HUP) && ((want & VIRTIO_VSOCK_SHUTDOWN_SEND) || c->ring))
 		want |= VIRTIO_VSOCK_SHUTDOWN_RCV;
 	add = want & ~c->shut_to_guest;
 	if (!add)
@@ -528,6 +598,7 @@ static void host_shutdown_check(struct conn_table *t, struct conn *c)
 		/* The host is gone both ways: only the guest's RST is left to wait for. */
 		c->state = CS_CLOSING;
 		close_fd(c);
+		ring_detach(t, c, EP_RING_SHUT_SEND | EP_RING_SHUT_RCV);
 		mq_free(&c->txq);
 		timer_set(t, c);
 	}
@@ -545,9 +616,268 @@ static void guest_shutdown_apply(struct conn_table *t, struct conn *c)
 		return;
 	}
 	if ((c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND) && !(c->host & H_WR_SHUT)) {
-		shutdown(c->fd, SHUT_WR);
+		if (c->ring)
+			ep_ring_set(c->ring, c->ring_side, EP_RING_SHUT_SEND);
+		else
+			shutdown(c->fd, SHUT_WR);
 		c->host |= H_WR_SHUT;
 	}
+}
+
+/* ---- ring endpoints (ep_ring.h): the host side is another guest or a host program ---- */
+
+static struct rte_mbuf *mq_pop(struct mq *q)
+{
+	struct rte_mbuf *m = q->head;
+
+	q->head = m->next;
+	if (!q->head)
+		q->tail = NULL;
+	q->bytes -= m->data_len;
+	m->next = NULL;
+	m->nb_segs = 1;
+	m->pkt_len = m->data_len;
+	return m;
+}
+
+/*
+ * Queued guest bytes into the ring, as far as it has room: a host socket's write. The mbufs
+ * move whole, no copy. A far side that reads no more gets nothing: the bytes are dropped as
+ * a shut socket would, so that the guest's credit keeps flowing until it sees our SHUTDOWN.
+ */
+static bool ring_write(struct conn_table *t, struct conn *c)
+{
+	struct rte_ring *out = c->ring->r[c->ring_side];
+	bool drop = ep_ring_flags(c->ring, !c->ring_side) & (EP_RING_SHUT_RCV | EP_RING_CLOSED);
+	unsigned int room = drop ? UINT_MAX : rte_ring_free_count(out);
+	bool moved = false;
+
+	while (c->txq.head && room) {
+		struct rte_mbuf *m = mq_pop(&c->txq);
+
+		c->fwd_cnt += m->data_len;
+		t->stats.host_tx_bytes += m->data_len;
+		if (drop)
+			rte_pktmbuf_free_seg(m);
+		else
+			rte_ring_sp_enqueue(out, m);	/* single producer: room was counted */
+		room--;
+		moved = true;
+	}
+	if (moved)
+		credit_check(t, c);
+	guest_shutdown_apply(t, c);
+	return moved;
+}
+
+/* One mbuf (chain) from the far side into rxq, segment by segment. */
+static void rxq_take(struct conn_table *t, struct conn *c, struct rte_mbuf *m)
+{
+	while (m) {
+		struct rte_mbuf *next = m->next;
+		struct rte_mbuf *tail = c->rxq.tail;
+
+		m->next = NULL;
+		m->nb_segs = 1;
+		m->pkt_len = m->data_len;
+		if (m->data_len) {
+			t->stats.host_rx_bytes += m->data_len;
+			mq_push(&c->rxq, m);
+		} else {
+			/* An empty last piece still ends the message before it. */
+			if ((m->packet_type & MB_EOM) && tail && !(tail->packet_type & MB_EOM))
+				tail->packet_type |= m->packet_type & (MB_EOM | MB_EOR);
+			rte_pktmbuf_free_seg(m);
+		}
+		m = next;
+	}
+}
+
+/* mbufs from the ring into rxq within the guest's credit: a host socket's read. */
+static bool ring_read(struct conn_table *t, struct conn *c)
+{
+	struct rte_ring *in = c->ring->r[!c->ring_side];
+	struct rte_mbuf *m[RING_BURST];
+	bool moved = false;
+
+	while (can_read(c)) {
+		unsigned int i, n = rte_ring_sc_dequeue_burst(in, (void **)m, RING_BURST, NULL);
+
+		if (n == 0)
+			break;
+		for (i = 0; i < n; i++)
+			rxq_take(t, c, m[i]);
+		moved = true;
+	}
+	if (moved)
+		data_update(t, c);
+	/*
+	 * More than the guest's window is waiting (a burst may bring more than it): the ring
+	 * backs up, and so does the far side, until the guest's credit update.
+	 */
+	if (c->rxq.bytes > peer_credit(c) || (!can_read(c) && !rte_ring_empty(in))) {
+		if (!c->stalled)
+			t->stats.credit_stalls++;
+		c->stalled = 1;
+	} else {
+		c->stalled = 0;
+	}
+	return moved;
+}
+
+/* Serve one ring connection: the far side's answer, data both ways, its shutdowns. */
+static bool ring_service(struct conn_table *t, struct conn *c)
+{
+	/* Acquire: whatever the far side enqueued before setting these flags is visible. */
+	uint32_t peer = ep_ring_flags(c->ring, !c->ring_side);
+	bool done = false;
+
+	if (c->state == CS_ACCEPT_WAIT) {
+		if (peer & (EP_RING_RST | EP_RING_CLOSED)) {
+			t->stats.conns_refused++;
+			conn_end(t, c);
+			return true;
+		}
+		if (!(peer & EP_RING_ACCEPTED))
+			return false;
+		timer_del(t, c);
+		c->state = CS_ESTABLISHED;
+		t->stats.conns_opened++;
+		ctl_add(t, c, CTL_RESPONSE);
+		done = true;
+	}
+	if (c->state != CS_ESTABLISHED)
+		return done;
+	if (peer & EP_RING_RST) {
+		t->stats.conns_reset++;
+		conn_end(t, c);
+		return true;
+	}
+	if (c->txq.bytes)
+		done |= ring_write(t, c);
+	if (c->state != CS_ESTABLISHED || !c->ring)
+		return true;
+	done |= ring_read(t, c);
+	/* Its shutdowns, once what it sent before them is all read. */
+	if ((peer & (EP_RING_SHUT_RCV | EP_RING_CLOSED)) && !(c->host & H_HUP)) {
+		c->host |= H_HUP;
+		host_shutdown_check(t, c);
+		done = true;
+	}
+	if (c->ring && (peer & EP_RING_SHUT_SEND) && !(c->host & H_EOF) &&
+	    rte_ring_empty(c->ring->r[!c->ring_side])) {
+		c->host |= H_EOF;
+		host_shutdown_check(t, c);
+		done = true;
+	}
+	return done;
+}
+
+/*
+ * The far side of every ring connection is polled, not signalled: a few loads each. At most
+ * RING_BUDGET of them per call, taken from the front and put at the back.
+ */
+static unsigned int ring_poll(struct conn_table *t)
+{
+	unsigned int i, work = 0;
+
+	unsigned int n = RTE_MIN(t->nb_rings, (uint32_t)RING_BUDGET);
+
+	for (i = 0; i < n && !TAILQ_EMPTY(&t->rings); i++) {
+		struct conn *c = TAILQ_FIRST(&t->rings);
+
+		TAILQ_REMOVE(&t->rings, c, ring_link);
+		TAILQ_INSERT_TAIL(&t->rings, c, ring_link);
+		work += ring_service(t, c);
+	}
+	return work;
+}
+
+/* Connections other guests or host programs opened to our guest: each becomes a REQUEST. */
+static unsigned int ring_accept(struct conn_table *t, unsigned int budget)
+{
+	unsigned int done = 0;
+	struct ep_ring *p;
+
+	while (done < budget && t->conf.incoming &&
+	       rte_ring_sc_dequeue(t->conf.incoming, (void **)&p) == 0) {
+		struct sib_key sk = { .guest_port = p->dst_port, .host_port = p->src_port,
+				      .peer_cid = p->src_cid };
+		struct conn_key k = { .guest_port = p->dst_port, .host_port = p->src_port };
+		struct conn *c;
+		bool taken;
+
+		done++;
+		taken = p->src_cid == HOST_CID ? rte_hash_lookup(t->hash, &k) >= 0 :
+			rte_hash_lookup(t->sib_hash, &sk) >= 0;
+		if (taken || p->dst_cid != t->conf.guest_cid ||
+		    (p->type == VIRTIO_VSOCK_TYPE_SEQPACKET && !t->conf.seqpacket) ||
+		    (ep_ring_flags(p, 0) & (EP_RING_RST | EP_RING_CLOSED))) {
+			t->stats.conns_refused++;
+			ep_ring_release(p, 1, EP_RING_RST);
+			continue;
+		}
+		c = conn_alloc(t, -1);
+		if (!c) {
+			t->stats.table_full++;
+			ep_ring_release(p, 1, EP_RING_RST);
+			continue;
+		}
+		c->guest_port = p->dst_port;
+		c->host_port = p->src_port;
+		c->peer_cid = p->src_cid;
+		c->type = p->type;
+		if (conn_hash(t, c) < 0) {
+			conn_free(t, c);
+			ep_ring_release(p, 1, EP_RING_RST);
+			continue;
+		}
+		ring_attach(t, c, p, 1);
+		c->state = CS_REQUEST;
+		timer_set(t, c);
+		ctl_add(t, c, CTL_REQUEST);
+	}
+	return done;
+}
+
+/* A guest REQUEST for another guest or a native listener: hand it over on @p to. */
+static void guest_request_ring(struct conn_table *t, const struct vsock_hdr *h,
+			       struct rte_ring *to)
+{
+	struct ep_ring *p = t->nb_free ? ep_ring_alloc() : NULL;
+	struct conn *c;
+
+	if (!p) {
+		if (!t->nb_free)
+			t->stats.table_full++;
+		t->stats.conns_refused++;
+		rst_queue_from(t, h, h->dst_cid);
+		return;
+	}
+	/* The source is the guest's own CID: vsock_pkt_validate() refused any other. */
+	p->src_cid = t->conf.guest_cid;
+	p->src_port = h->src_port;
+	p->dst_cid = h->dst_cid;
+	p->dst_port = h->dst_port;
+	p->type = h->type;
+	c = conn_alloc(t, -1);
+	c->guest_port = h->src_port;
+	c->host_port = h->dst_port;
+	c->peer_cid = h->dst_cid;
+	c->type = h->type;
+	c->peer_buf_alloc = h->buf_alloc;
+	c->peer_fwd_cnt = h->fwd_cnt;
+	ring_attach(t, c, p, 0);
+	/* The enqueue publishes p's fields to the side that dequeues it. */
+	if (conn_hash(t, c) < 0 || rte_ring_mp_enqueue(to, p) < 0) {
+		ep_ring_release(p, 1, EP_RING_RST);
+		conn_free(t, c);
+		t->stats.conns_refused++;
+		rst_queue_from(t, h, h->dst_cid);
+		return;
+	}
+	c->state = CS_ACCEPT_WAIT;
+	timer_set(t, c);
 }
 
 /* ---- guest -> host ---- */
@@ -689,7 +1019,7 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 	 * Straight from guest memory when nothing is queued before it. A SEQPACKET message goes
 	 * out whole or not at all, so only a complete one (EOM, nothing of it queued) can.
 	 */
-	if (c->txq.bytes == 0 && h->len > off && (!seq || eom)) {
+	if (!c->ring && c->txq.bytes == 0 && h->len > off && (!seq || eom)) {
 		ssize_t n = direct_write(t, c, p, cnt, off, h->len - off);
 
 		if (n < 0) {
@@ -712,6 +1042,11 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 	c->rx_cnt += h->len;
 	t->stats.rx_bytes += h->len;
 	/* A message just completed in txq goes out now if the socket has room. */
+	/* A ring takes the mbufs as they are; a socket a completed message, if it has room. */
+	if (c->ring) {
+		ring_write(t, c);
+		return 0;
+	}
 	if (seq && eom && c->txq.bytes && (c->host & H_WRITABLE) && !txq_flush(t, c))
 		return 0;
 	credit_check(t, c);
@@ -766,6 +1101,14 @@ static void guest_response(struct conn_table *t, struct conn *c)
 	ssize_t n;
 
 	timer_del(t, c);
+	if (c->ring) {
+		/* The far side learns it from the flag; data may follow at once. */
+		ep_ring_set(c->ring, c->ring_side, EP_RING_ACCEPTED);
+		c->state = CS_ESTABLISHED;
+		t->stats.conns_opened++;
+		data_update(t, c);
+		return;
+	}
 	/* A fresh socket's send buffer is empty: a short write means the host program is gone. */
 	n = send(c->fd, ok, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n != (ssize_t)len) {
@@ -797,9 +1140,12 @@ static void guest_shutdown(struct conn_table *t, struct conn *c, uint32_t flags)
 	}
 	c->guest_shut |= (uint8_t)(flags & (VIRTIO_VSOCK_SHUTDOWN_RCV |
 					    VIRTIO_VSOCK_SHUTDOWN_SEND));
-	if ((c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_RCV) && c->fd >= 0) {
+	if ((c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_RCV) && (c->fd >= 0 || c->ring)) {
 		/* The guest reads no more: neither do we, and the host's writes fail. */
-		shutdown(c->fd, SHUT_RD);
+		if (c->ring)
+			ep_ring_set(c->ring, c->ring_side, EP_RING_SHUT_RCV);
+		else
+			shutdown(c->fd, SHUT_RD);
 		mq_free(&c->rxq);
 		data_del(t, c);
 		c->host &= ~H_READABLE;
@@ -821,6 +1167,7 @@ int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr
 	};
 	size_t plen = iov_total(payload, iovcnt);
 	struct conn_key k;
+	struct sib_key sk;
 	struct vsock_hdr h;
 	enum vsock_pkt_err err;
 	struct conn *c;
@@ -835,19 +1182,33 @@ int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr
 		rst_queue(t, &h);
 		goto out;
 	}
-	if (h.dst_cid != HOST_CID) {
-		t->stats.proto_err[CONN_ERR_ROUTE]++;
-		rst_queue(t, &h);
-		goto out;
-	}
 	k.guest_port = h.src_port;
 	k.host_port = h.dst_port;
-	if (rte_hash_lookup_data(t->hash, &k, &data) < 0) {
-		if (h.op == VIRTIO_VSOCK_OP_REQUEST) {
-			guest_request(t, &h);
+	sk = (struct sib_key){ .guest_port = h.src_port, .host_port = h.dst_port,
+			       .peer_cid = h.dst_cid };
+	if ((h.dst_cid == HOST_CID ? rte_hash_lookup_data(t->hash, &k, &data) :
+	     rte_hash_lookup_data(t->sib_hash, &sk, &data)) < 0) {
+		/* A native listener, another guest, or (for the host) hybrid vsock. */
+		struct rte_ring *to = t->conf.route && (h.op == VIRTIO_VSOCK_OP_REQUEST ||
+							h.dst_cid != HOST_CID) ?
+				      t->conf.route(t->conf.guest_cid, h.dst_cid, h.dst_port) :
+				      NULL;
+
+		if (h.dst_cid != HOST_CID && !to) {
+			/*
+			 * No shared group, or the other guest is not running. The RST comes
+			 * from the CID asked for: a Linux guest ignores one from elsewhere.
+			 */
+			t->stats.proto_err[CONN_ERR_ROUTE]++;
+			rst_queue_from(t, &h, h.dst_cid);
+		} else if (h.op == VIRTIO_VSOCK_OP_REQUEST) {
+			if (to)
+				guest_request_ring(t, &h, to);
+			else
+				guest_request(t, &h);
 		} else if (h.op != VIRTIO_VSOCK_OP_RST) {
 			t->stats.proto_err[CONN_ERR_NO_CONN]++;
-			rst_queue(t, &h);
+			rst_queue_from(t, &h, h.dst_cid);
 		}
 		goto out;
 	}
@@ -855,6 +1216,7 @@ int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr
 	if (c->state == CS_DEAD)
 		goto out;	/* our RST is on its way */
 	if (h.op == VIRTIO_VSOCK_OP_RST) {
+		/* conn_free() passes the reset on to a ring's far side. */
 		if (c->state == CS_REQUEST)
 			t->stats.conns_refused++;
 		else
@@ -904,14 +1266,140 @@ out:
 	return ret;
 }
 
+/*
+ * The common case of conn_from_guest_run(): every packet a valid stream RW for the same
+ * established connection, nothing queued before them. @p lens gets each payload length.
+ * Returns that connection, or NULL for the packet-by-packet path.
+ */
+static struct conn *run_conn(struct conn_table *t, const struct virtio_vsock_hdr *raw,
+			     const struct iovec *iov, const unsigned int *iovcnt, unsigned int n,
+			     uint32_t *lens)
+{
+	const struct vsock_pkt_policy pol = {
+		.guest_cid = t->conf.guest_cid,
+		.seqpacket = t->conf.seqpacket,
+	};
+	struct conn *c = NULL;
+	uint64_t queued = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; iov += iovcnt[i], i++) {
+		size_t plen = iov_total(iov, iovcnt[i]);
+		struct conn_key k;
+		struct vsock_hdr h;
+		void *data;
+
+		vsock_pkt_parse(&raw[i], VSOCK_HDR_SIZE, &h);
+		if (vsock_pkt_validate(&h, (uint32_t)RTE_MIN(plen, (size_t)UINT32_MAX -
+				       VSOCK_HDR_SIZE) + VSOCK_HDR_SIZE, &pol) != VSOCK_PKT_OK ||
+		    h.dst_cid != HOST_CID || h.op != VIRTIO_VSOCK_OP_RW ||
+		    h.type != VIRTIO_VSOCK_TYPE_STREAM)
+			return NULL;
+		if (i == 0) {
+			k.guest_port = h.src_port;
+			k.host_port = h.dst_port;
+			if (rte_hash_lookup_data(t->hash, &k, &data) < 0)
+				return NULL;
+			c = data;
+			if (c->state != CS_ESTABLISHED || c->type != h.type || c->txq.bytes ||
+			    c->ring ||
+			    c->tx_skip || (c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND))
+				return NULL;
+		} else if (h.src_port != c->guest_port || h.dst_port != c->host_port) {
+			return NULL;
+		}
+		/* A credit violation takes the slow path, which resets the connection. */
+		queued += h.len;
+		if (queued > t->conf.buf_alloc - (c->rx_cnt - c->fwd_cnt))
+			return NULL;
+		lens[i] = h.len;
+	}
+	return c;
+}
+
+unsigned int conn_from_guest_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
+				 const struct iovec *iov, const unsigned int *iovcnt,
+				 unsigned int n)
+{
+	uint32_t lens[VSOCK_PMD_BURST_MAX];
+	struct msghdr mh = { .msg_iov = t->iov };
+	const struct iovec *p;
+	uint64_t total = 0, done = 0, written;
+	unsigned int i;
+	struct conn *c = n <= VSOCK_PMD_BURST_MAX ?
+			 run_conn(t, raw, iov, iovcnt, n, lens) : NULL;
+	struct vsock_hdr h;
+	ssize_t w;
+
+	for (i = 0, p = iov; c && i < n; p += iovcnt[i], i++) {
+		unsigned int got = iov_slice(t->iov + mh.msg_iovlen,
+					     t->scratch_n - (unsigned int)mh.msg_iovlen, p,
+					     iovcnt[i], 0, lens[i]);
+
+		if (got == 0 && lens[i])
+			c = NULL;	/* more pieces than one sendmsg() takes */
+		mh.msg_iovlen += got;
+		total += lens[i];
+	}
+	if (!c) {
+		for (i = 0, p = iov; i < n; p += iovcnt[i], i++)
+			if (conn_from_guest(t, &raw[i], p, iovcnt[i]) == -EAGAIN)
+				break;
+		return i;
+	}
+	/* The whole run in one sendmsg(): the syscall is paid per burst, not per packet. */
+	do {
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (w < 0 && errno == EINTR);
+	if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+		conn_reset(t, c, errno == EMSGSIZE ? CONN_ERR_MSG_SIZE : CONN_ERR_HOST_IO);
+		t->stats.rx_pkts += n;
+		return n;
+	}
+	written = w < 0 ? 0 : (uint64_t)w;
+	if (written < total)
+		c->host &= ~H_WRITABLE;
+	c->fwd_cnt += (uint32_t)written;
+	t->stats.host_tx_bytes += written;
+	/* What the socket did not take waits in txq, as conn_from_guest() would queue it. */
+	for (i = 0, p = iov; i < n; p += iovcnt[i], i++) {
+		uint32_t in_sock = (uint32_t)RTE_MIN(written - RTE_MIN(written, done),
+						     (uint64_t)lens[i]);
+
+		if (in_sock < lens[i] &&
+		    txq_copy(t, c, p, iovcnt[i], in_sock, lens[i] - in_sock, 0) < 0) {
+			/* This packet comes again: its bytes already written are not rewritten. */
+			c->tx_skip = in_sock;
+			break;
+		}
+		done += lens[i];
+		c->rx_cnt += lens[i];
+		t->stats.rx_bytes += lens[i];
+		t->stats.rx_pkts++;
+	}
+	if (i == 0)
+		return 0;
+	/* Every header carries the guest's receive window: the last one taken is the newest. */
+	vsock_pkt_parse(&raw[i - 1], VSOCK_HDR_SIZE, &h);
+	c->peer_buf_alloc = h.buf_alloc;
+	c->peer_fwd_cnt = h.fwd_cnt;
+	credit_check(t, c);
+	data_update(t, c);
+	if (can_read(c)) {
+		c->stalled = 0;
+		work_add(t, c);
+	}
+	return i;
+}
+
 /* ---- host -> guest ---- */
 
 static void hdr_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int cnt,
-			 uint32_t guest_port, uint32_t host_port, uint16_t type, uint16_t op,
-			 uint32_t len, uint32_t flags, uint32_t fwd_cnt)
+			 uint64_t peer_cid, uint32_t guest_port, uint32_t host_port, uint16_t type,
+			 uint16_t op, uint32_t len, uint32_t flags, uint32_t fwd_cnt)
 {
 	const struct vsock_flow f = {
-		.src_cid = HOST_CID,
+		.src_cid = peer_cid,
 		.dst_cid = t->conf.guest_cid,
 		.src_port = host_port,
 		.dst_port = guest_port,
@@ -953,8 +1441,8 @@ static uint32_t ctl_to_guest(struct conn_table *t, struct conn *c, const struct 
 		op = VIRTIO_VSOCK_OP_CREDIT_UPDATE;
 		break;
 	}
-	hdr_to_guest(t, buf, cnt, c->guest_port, c->host_port, c->type, op, 0, flags,
-		     c->fwd_cnt);
+	hdr_to_guest(t, buf, cnt, c->peer_cid, c->guest_port, c->host_port, c->type, op, 0,
+		     flags, c->fwd_cnt);
 	c->fwd_sent = c->fwd_cnt;
 	if (bit == CTL_RST)
 		conn_free(t, c);
@@ -983,8 +1471,8 @@ static uint32_t data_to_guest(struct conn_table *t, struct conn *c, const struct
 		}
 	}
 	mq_consume(&c->rxq, done);
-	hdr_to_guest(t, buf, cnt, c->guest_port, c->host_port, c->type, VIRTIO_VSOCK_OP_RW,
-		     done, flags, c->fwd_cnt);
+	hdr_to_guest(t, buf, cnt, c->peer_cid, c->guest_port, c->host_port, c->type,
+		     VIRTIO_VSOCK_OP_RW, done, flags, c->fwd_cnt);
 	c->fwd_sent = c->fwd_cnt;
 	c->tx_cnt += done;
 	/* The header just sent carries our credit: no separate update owed. */
@@ -1012,7 +1500,7 @@ uint32_t conn_to_guest(struct conn_table *t, const struct iovec *buf, unsigned i
 	if (t->rst_count) {
 		const struct rst_entry *e = &t->rst[t->rst_head];
 
-		hdr_to_guest(t, buf, iovcnt, e->guest_port, e->host_port, e->type,
+		hdr_to_guest(t, buf, iovcnt, e->peer_cid, e->guest_port, e->host_port, e->type,
 			     VIRTIO_VSOCK_OP_RST, 0, 0, 0);
 		t->rst_head = (t->rst_head + 1) % RST_RING_SIZE;
 		t->rst_count--;
@@ -1180,6 +1668,11 @@ static void line_read(struct conn_table *t, struct conn *c)
 /* Serve one connection's host socket. Returns true when it has more to do right now. */
 static bool conn_service(struct conn_table *t, struct conn *c)
 {
+	if (c->ring) {
+		/* Its far side is polled from the ring list, not this one. */
+		ring_service(t, c);
+		return false;
+	}
 	switch (c->state) {
 	case CS_LINE:
 		line_read(t, c);
@@ -1230,6 +1723,7 @@ static void timer_expire(struct conn_table *t, struct conn *c)
 		break;
 	case CS_REQUEST:
 	case CS_CLOSING:
+	case CS_ACCEPT_WAIT:
 		conn_reset(t, c, CONN_ERR_TIMEOUT);
 		break;
 	default:
@@ -1293,7 +1787,8 @@ unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned 
 			work_add(t, c);
 		work++;
 	}
-	return work;
+	/* Ring connections have their own bound: a busy socket never starves them. */
+	return work + ring_accept(t, RING_BUDGET) + ring_poll(t);
 }
 
 /* ---- table ---- */
@@ -1311,6 +1806,7 @@ void conn_table_conf_init(struct conn_table_conf *conf)
 
 static void table_clear(struct conn_table *t)
 {
+	struct ep_ring *p;
 	uint32_t i;
 
 	for (i = 0; i < t->conf.max_conns; i++) {
@@ -1322,6 +1818,10 @@ static void table_clear(struct conn_table *t)
 			mq_free(&c->rxq);
 			c->gen++;
 		}
+		/* Our guest is gone: the far sides of its rings see a reset. */
+		if (c->ring)
+			ep_ring_release(c->ring, c->ring_side, EP_RING_RST);
+		c->ring = NULL;
 		c->state = CS_FREE;
 		c->lists = 0;
 		c->hashed = 0;
@@ -1333,9 +1833,15 @@ static void table_clear(struct conn_table *t)
 	TAILQ_INIT(&t->ctl);
 	TAILQ_INIT(&t->data);
 	TAILQ_INIT(&t->timers);
+	TAILQ_INIT(&t->rings);
+	t->nb_rings = 0;
 	t->rst_head = 0;
 	t->rst_count = 0;
 	rte_hash_reset(t->hash);
+	rte_hash_reset(t->sib_hash);
+	/* Connections still waiting for this guest are refused. */
+	while (t->conf.incoming && rte_ring_sc_dequeue(t->conf.incoming, (void **)&p) == 0)
+		ep_ring_release(p, 1, EP_RING_RST);
 }
 
 void conn_table_reset(struct conn_table *t)
@@ -1392,7 +1898,12 @@ struct conn_table *conn_table_create(const struct conn_table_conf *conf)
 		 __atomic_fetch_add(&table_seq, 1, __ATOMIC_RELAXED));
 	if (t->iov && t->mbufs && t->conns && t->free_idx)
 		t->hash = rte_hash_create(&hp);
-	if (!t->hash) {
+	snprintf(name, sizeof(name), "vsock_sib_%u",
+		 __atomic_fetch_add(&table_seq, 1, __ATOMIC_RELAXED));
+	hp.key_len = sizeof(struct sib_key);
+	if (t->hash)
+		t->sib_hash = rte_hash_create(&hp);
+	if (!t->sib_hash) {
 		conn_table_destroy(t);
 		rte_errno = ENOMEM;
 		return NULL;
@@ -1430,6 +1941,7 @@ void conn_table_destroy(struct conn_table *t)
 	if (t->hash && t->conns)
 		table_clear(t);
 	rte_hash_free(t->hash);
+	rte_hash_free(t->sib_hash);
 	if (t->epfd >= 0)
 		close(t->epfd);
 	rte_free(t->free_idx);
@@ -1453,6 +1965,11 @@ const char *conn_err_str(enum conn_err err)
 	};
 
 	return (unsigned int)err < CONN_ERR_MAX ? names[err] : "unknown";
+}
+
+int conn_table_epoll_fd(const struct conn_table *t)
+{
+	return t->epfd;
 }
 
 uint32_t conn_count(const struct conn_table *t)
@@ -1480,6 +1997,8 @@ static const char *state_name(uint8_t state)
 		return "closing";
 	case CS_DEAD:
 		return "reset";
+	case CS_ACCEPT_WAIT:
+		return "accepting";
 	default:
 		return "free";
 	}
@@ -1501,6 +2020,7 @@ uint32_t conn_table_snapshot(const struct conn_table *t, struct vsock_pmd_conn_i
 		*o = (struct vsock_pmd_conn_info){
 			.guest_port = c->guest_port,
 			.host_port = c->host_port,
+			.peer_cid = c->peer_cid,
 			.from_guest_bytes = c->rx_cnt,
 			.to_guest_bytes = c->tx_cnt,
 			.guest_credit = held >= t->conf.buf_alloc ? 0 : t->conf.buf_alloc - held,

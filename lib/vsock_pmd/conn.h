@@ -23,6 +23,7 @@
 #include "vsock_pkt.h"
 
 struct rte_mempool;
+struct rte_ring;
 struct conn_table;
 
 /** Defaults for struct conn_table_conf. */
@@ -51,6 +52,14 @@ struct conn_table_conf {
 	uint32_t timeout_ms;
 	/** VIRTIO_VSOCK_F_SEQPACKET negotiated; conn_table_set_seqpacket() changes it later. */
 	bool seqpacket;
+	/**
+	 * Ring connections (ep_ring.h), whose far side is another guest or a host program:
+	 * where a guest REQUEST that no host socket takes goes (ep_route(): a ring to put the
+	 * ep_ring on, or NULL), and the ring (MP/SC) others put their connections to this
+	 * guest on. Both NULL: host sockets only.
+	 */
+	struct rte_ring *(*route)(uint64_t src_cid, uint64_t dst_cid, uint32_t dst_port);
+	struct rte_ring *incoming;
 };
 
 /**
@@ -58,7 +67,7 @@ struct conn_table_conf {
  * enum vsock_pkt_err). Each is answered with an RST unless the packet was an RST.
  */
 enum conn_err {
-	CONN_ERR_ROUTE,		/* dst_cid is another guest: guest-to-guest is not routed (yet) */
+	CONN_ERR_ROUTE,		/* dst_cid is a guest this one may not reach (no shared group) */
 	CONN_ERR_NO_CONN,	/* packet other than REQUEST for a connection that does not exist */
 	CONN_ERR_STATE,		/* op not valid in the connection's state (RW before RESPONSE) */
 	CONN_ERR_CREDIT,	/* the guest sent more than our buf_alloc allows */
@@ -124,6 +133,18 @@ int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr
 		    const struct iovec *payload, unsigned int iovcnt);
 
 /**
+ * conn_from_guest() for @p n consecutive packets (@p raw[i], payload in the next @p iovcnt[i]
+ * entries of @p iov). A run of stream data for one connection goes to its host socket in one
+ * sendmsg(); anything else is taken packet by packet.
+ *
+ * @return the packets consumed, from the first; fewer than @p n means the next one could not
+ *   be taken now (as -EAGAIN above): it and the rest are presented again later.
+ */
+unsigned int conn_from_guest_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
+				 const struct iovec *iov, const unsigned int *iovcnt,
+				 unsigned int n);
+
+/**
  * Fill one guest rx buffer (writable pieces @p buf, header first, payload after) with the next
  * packet owed to the guest: control packets first, then data round-robin across connections,
  * never beyond the guest's credit. A buffer smaller than a header is left unused.
@@ -151,6 +172,12 @@ unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int
  * more than it could bring.
  */
 unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget);
+
+/**
+ * The epoll descriptor of the table's host sockets and listener: readable when
+ * conn_poll_host() has events to take. For a worker that sleeps while idle.
+ */
+int conn_table_epoll_fd(const struct conn_table *t);
 
 /** Open connections, CONNECT lines in progress included. */
 uint32_t conn_count(const struct conn_table *t);

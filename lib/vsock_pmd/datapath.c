@@ -12,6 +12,7 @@
  * poll returns, so a device can be detached or sit idle at any point
  * between polls without hiding completions from the guest.
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -136,35 +137,70 @@ static inline unsigned int chain_writable_iov(const struct virtq_chain *c, struc
 	return n;
 }
 
+/*
+ * Packets [i, n) that continue the data run starting at @p i: stream RW between the same two
+ * ports. Their payloads are laid out in s->run_iov for one conn_from_guest_run().
+ */
+static uint16_t data_run(struct datapath_scratch *s, uint16_t i, uint16_t n)
+{
+	const struct virtio_vsock_hdr *first = &s->hdrs[i];
+	unsigned int niov = 0;
+	uint16_t j;
+
+	if (!s->hdr_ok[i] || le16toh(first->op) != VIRTIO_VSOCK_OP_RW)
+		return 1;
+	for (j = i; j < n; j++) {
+		const struct virtio_vsock_hdr *h = &s->hdrs[j];
+
+		if (!s->hdr_ok[j] || h->op != first->op || h->src_port != first->src_port ||
+		    h->dst_port != first->dst_port ||
+		    niov + s->chains[j].nr_readable > RTE_DIM(s->run_iov))
+			break;
+		s->run_cnt[j - i] = chain_readable_iov(&s->chains[j], VSOCK_HDR_LEN,
+						       &s->run_iov[niov]);
+		niov += s->run_cnt[j - i];
+	}
+	return j > i ? j - i : 1;
+}
+
 static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_TX];
 	struct iovec iov[VIRTQ_CHAIN_MAX_PIECES];
-	uint16_t i, n;
+	uint16_t i, j, k, n, taken;
+	unsigned int iovcnt;
 
 	n = virtq_dequeue_burst(vq, s->chains, burst_size(dev));
 	if (unlikely(vq->broken))
 		report_broken(dev, VSOCK_VQ_TX);
-	for (i = 0; i < n; i++) {
-		const struct virtq_chain *c = &s->chains[i];
-		struct virtio_vsock_hdr hdr;
-		unsigned int iovcnt;
-
-		/* One copy of the header: the guest may rewrite its buffer while we parse it. */
-		if (unlikely(virtq_chain_read(c, 0, &hdr, VSOCK_HDR_LEN) < VSOCK_HDR_LEN)) {
-			report_short(dev, c->readable_len);
-			virtq_complete(vq, c->head, 0);
+	/* One copy of each header: the guest may rewrite its buffer while we parse it. */
+	for (i = 0; i < n; i++)
+		s->hdr_ok[i] = virtq_chain_read(&s->chains[i], 0, &s->hdrs[i], VSOCK_HDR_LEN) ==
+			       VSOCK_HDR_LEN;
+	for (i = 0; i < n; i += k) {
+		k = data_run(s, i, n);
+		if (unlikely(!s->hdr_ok[i])) {
+			report_short(dev, s->chains[i].readable_len);
+			virtq_complete(vq, s->chains[i].head, 0);
 			continue;
 		}
-		iovcnt = chain_readable_iov(c, VSOCK_HDR_LEN, iov);
-		if (conn_from_guest(dev->conns, &hdr, iov, iovcnt) == -EAGAIN) {
-			/* Backpressure: leave this packet and the rest in the ring for the next round. */
-			virtq_unget(vq, n - i);
+		if (k > 1) {
+			taken = (uint16_t)conn_from_guest_run(dev->conns, &s->hdrs[i], s->run_iov,
+							      s->run_cnt, k);
+		} else {
+			iovcnt = chain_readable_iov(&s->chains[i], VSOCK_HDR_LEN, iov);
+			taken = conn_from_guest(dev->conns, &s->hdrs[i], iov, iovcnt) == -EAGAIN ?
+				0 : 1;
+		}
+		for (j = 0; j < taken; j++)
+			virtq_complete(vq, s->chains[i + j].head, 0);
+		if (taken < k) {
+			/* Backpressure: this packet and the rest stay in the ring. */
+			virtq_unget(vq, n - (i + taken));
 			dev->stats.tx_backpressure++;
-			n = i;
+			n = i + taken;
 			break;
 		}
-		virtq_complete(vq, c->head, 0);
 	}
 	/* End of burst: the guest may be waiting for these buffers to send more. */
 	virtq_flush(vq);
@@ -210,6 +246,47 @@ static unsigned int host_to_guest(struct vsock_dev *dev, struct datapath_scratch
 	else if (n == 0 && conn_has_output(dev->conns))
 		dev->stats.rx_ring_full++;
 	return done;
+}
+
+/* Ask for a kick at the next buffer the guest makes available (flags, or avail_event). */
+static void kick_enable(struct virtq *vq)
+{
+	__atomic_store_n(&vq->used->flags, 0, __ATOMIC_RELAXED);
+	if (vq->event_idx)
+		__atomic_store_n((uint16_t *)&vq->used->ring[vq->size],
+				 htole16(vq->last_avail_idx), __ATOMIC_RELAXED);
+}
+
+static bool avail_moved(const struct virtq *vq)
+{
+	return !vq->broken &&
+	       le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_RELAXED)) != vq->last_avail_idx;
+}
+
+bool vsock_dev_kicks_arm(struct vsock_dev *dev)
+{
+	bool want_rx = conn_has_output(dev->conns);
+
+	if (dev->notify_pending[VSOCK_VQ_RX] || dev->notify_pending[VSOCK_VQ_TX])
+		return true;
+	kick_enable(&dev->vq[VSOCK_VQ_TX]);
+	if (want_rx)
+		kick_enable(&dev->vq[VSOCK_VQ_RX]);
+	/*
+	 * Full fence (store->load): the kick request must be visible before we read avail->idx
+	 * again. Pairs with the driver's barrier between its avail->idx store and its read of
+	 * our flags or avail_event: either we see its buffer now, or it sees the request and
+	 * kicks.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return avail_moved(&dev->vq[VSOCK_VQ_TX]) ||
+	       (want_rx && avail_moved(&dev->vq[VSOCK_VQ_RX]));
+}
+
+void vsock_dev_kicks_disarm(struct vsock_dev *dev)
+{
+	virtq_disable_guest_kicks(&dev->vq[VSOCK_VQ_RX]);
+	virtq_disable_guest_kicks(&dev->vq[VSOCK_VQ_TX]);
 }
 
 unsigned int vsock_dev_poll(struct vsock_dev *dev, struct datapath_scratch *s)

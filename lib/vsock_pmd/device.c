@@ -8,6 +8,7 @@
  * The device table lock serialises them; workers never take it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,11 +23,17 @@
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_vhost.h>
 
+#include <vsock_pmd_native.h>
+
 #include "conn.h"
 #include "device.h"
+#include "ep_native.h"
+#include "ep_ring.h"
+#include "ep_sibling.h"
 #include "ep_uds.h"
 #include "log.h"
 #include "stats.h"
@@ -40,16 +47,19 @@
 	 (1ULL << VIRTIO_VSOCK_F_SEQPACKET))
 #define VSOCK_PROTOCOL_FEATURES (1ULL << VHOST_USER_PROTOCOL_F_CONFIG)
 
-/* Payload mbufs: enough for every connection of a VM to have some data queued. */
-#define MBUFS_PER_VM 8192
-#define MBUF_CACHE 256
+/* Per-lcore mbuf cache; a small pool gets a smaller one (DPDK wants size >= 1.5 x cache). */
+#define MBUF_CACHE 256u
 
 /* Longest a busy device goes without asking the kernel which host sockets are ready. */
 #define HOST_EPOLL_BUSY_US 20
 
-static struct vsock_dev devs[VSOCK_PMD_MAX_VMS];
-static struct rte_mempool *pool;
+/* Each device and its mbufs live on the NUMA node of the lcore that polls it. */
+static struct vsock_dev *devs[VSOCK_PMD_MAX_VMS];
+static struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
 static unsigned int nb_devs;
+/* Comparison switches of vsock_pmd_conf, the same for every device. */
+static bool used_per_entry;
+static enum vsock_pmd_wait_mode wait_mode;
 static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
@@ -79,8 +89,8 @@ static struct vsock_dev *dev_by_path(const char *path)
 	unsigned int i;
 
 	for (i = 0; i < nb_devs; i++) {
-		if (strcmp(devs[i].conf.socket_path, path) == 0)
-			return &devs[i];
+		if (strcmp(devs[i]->conf.socket_path, path) == 0)
+			return devs[i];
 	}
 	return NULL;
 }
@@ -111,6 +121,14 @@ static enum rte_vhost_msg_result answer_get_config(struct vsock_dev *dev,
 	}
 	memcpy(msg->payload.config.region, (uint8_t *)&space + offset, size);
 	return RTE_VHOST_MSG_RESULT_REPLY;
+}
+
+/* Our own descriptor of a ring's kick eventfd (DPDK may close its one at any time), or -1. */
+static void dev_kick_fd_set(struct vsock_dev *dev, uint16_t q, int kickfd)
+{
+	if (dev->kick_fd[q] >= 0)
+		close(dev->kick_fd[q]);
+	dev->kick_fd[q] = kickfd >= 0 ? fcntl(kickfd, F_DUPFD_CLOEXEC, 0) : -1;
 }
 
 /*
@@ -170,8 +188,18 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 				  dev->conf.cid, q, vring.size);
 			return -EINVAL;
 		}
-		vsock_stats_dev_ring(dev, q, vring.kickfd);
-		/* We poll: the guest need not kick us. */
+		virtq_set_per_entry_publish(vq, used_per_entry);
+		/*
+		 * Reading a kick eventfd consumes the kicks in it. A worker that sleeps on it
+		 * must be its only reader, so the statistics then count what the worker drains.
+		 */
+		if (wait_mode == VSOCK_PMD_WAIT_NOTIFY) {
+			vsock_stats_dev_ring(dev, q, -1);
+			dev_kick_fd_set(dev, q, vring.kickfd);
+		} else {
+			vsock_stats_dev_ring(dev, q, vring.kickfd);
+		}
+		/* Polling: the guest need not kick us (notify mode asks only while idle). */
 		virtq_disable_guest_kicks(vq);
 		dev->notify_pending[q] = false;
 		dev->broken_reported[q] = false;
@@ -231,6 +259,7 @@ static enum rte_vhost_msg_result post_msg_handle(int vid, void *raw)
 			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": stopped, new memory table unusable",
 				  dev->conf.cid);
 			dev->running = false;
+			ep_sibling_set_running(dev->conf.cid, false);
 			dev->vid = -1;
 			conn_table_reset(dev->conns);
 		}
@@ -315,9 +344,9 @@ static int new_device(int vid)
 		goto out;
 	conn_table_set_seqpacket(dev->conns,
 				 dev->features & (1ULL << VIRTIO_VSOCK_F_SEQPACKET));
-	dev->worker = worker_pick();
 	worker_attach(dev->worker, dev);
 	dev->running = true;
+	ep_sibling_set_running(dev->conf.cid, true);
 	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": running on lcore %u (features 0x%" PRIx64 ")",
 		  dev->conf.cid, worker_lcore(dev->worker), dev->features);
 	rc = 0;
@@ -339,15 +368,19 @@ static void destroy_device(int vid)
 		worker_detach(dev->worker, dev);
 	vsock_stats_dev_detached(dev);
 	dev->running = false;
+	/* No new guest-to-guest connection is routed here; the table reset ends the others. */
+	ep_sibling_set_running(dev->conf.cid, false);
 	dev->remapping = false;
 	dev->vid = -1;
 	/*
 	 * DPDK answers GET_VRING_BASE with these: the frontend resumes from them. The
 	 * worker left nothing in the shadow rings, so last_used_idx is what the guest saw.
 	 */
-	for (q = 0; q < VSOCK_NR_VQ; q++)
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
 		rte_vhost_set_vring_base(vid, q, dev->vq[q].last_avail_idx,
 					 dev->vq[q].last_used_idx);
+		dev_kick_fd_set(dev, q, -1);
+	}
 	free(dev->mem);
 	dev->mem = NULL;
 	/* The guest is gone or rebooting: its connections end, host sockets see EOF. */
@@ -416,8 +449,10 @@ static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
 	cc.guest_cid = dev->conf.cid;
 	cc.uds_path = dev->conf.uds_path;
 	cc.listen_fd = dev->listen_fd;
-	cc.pool = pool;
-	cc.socket_id = rte_socket_id();
+	cc.pool = pools[dev->numa_node];
+	cc.socket_id = dev->numa_node;
+	cc.route = ep_route;
+	cc.incoming = ep_sibling_incoming(dev->conf.cid);
 	dev->conns = conn_table_create(&cc);
 	if (!dev->conns) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create its connection table: %s",
@@ -431,7 +466,11 @@ static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
 
 static void dev_close_endpoint(struct vsock_dev *dev)
 {
+	uint16_t q;
+
 	vsock_stats_dev_detached(dev);
+	for (q = 0; q < VSOCK_NR_VQ; q++)
+		dev_kick_fd_set(dev, q, -1);
 	conn_table_destroy(dev->conns);
 	dev->conns = NULL;
 	if (dev->listen_fd >= 0) {
@@ -441,26 +480,121 @@ static void dev_close_endpoint(struct vsock_dev *dev)
 	}
 }
 
+/*
+ * Where each VM is polled, decided once for the life of the process: a pinned VM on its
+ * lcore, the others in order on the worker with the fewest VMs so far. The device, its
+ * connection table and its mbufs are then allocated on that lcore's NUMA node.
+ */
+static int devs_place(const struct vsock_pmd_conf *conf, struct worker **home)
+{
+	unsigned int load[RTE_MAX_LCORE] = { 0 };
+	unsigned int i, j, nw = workers_count();
+
+	for (i = 0; i < conf->nb_vms; i++) {
+		const struct vsock_pmd_vm_conf *vm = &conf->vms[i];
+
+		home[i] = NULL;
+		for (j = 0; j < nw && vm->pinned; j++) {
+			if (worker_lcore(worker_at(j)) == vm->lcore) {
+				home[i] = worker_at(j);
+				load[j]++;
+			}
+		}
+		if (vm->pinned && !home[i]) {
+			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": lcore %u is not a worker lcore of the "
+				  "EAL core list (the main lcore only does control work)", vm->cid,
+				  vm->lcore);
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < conf->nb_vms; i++) {
+		unsigned int best = 0;
+
+		if (home[i])
+			continue;
+		for (j = 1; j < nw; j++) {
+			if (load[j] < load[best])
+				best = j;
+		}
+		home[i] = worker_at(best);
+		load[best]++;
+	}
+	return 0;
+}
+
+/* One payload mempool per NUMA node that polls VMs, sized for the VMs it polls. */
+static int pools_create(const struct vsock_pmd_conf *conf, struct worker *const *home)
+{
+	unsigned int per_node[RTE_MAX_NUMA_NODES] = { 0 };
+	unsigned int i;
+
+	for (i = 0; i < conf->nb_vms; i++)
+		per_node[rte_lcore_to_socket_id(worker_lcore(home[i]))]++;
+	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
+		char name[RTE_MEMPOOL_NAMESIZE];
+
+		if (!per_node[i])
+			continue;
+		unsigned int n = conf->mbufs_per_vm * per_node[i] - 1;
+
+		snprintf(name, sizeof(name), "vsock_payload_%u", i);
+		pools[i] = rte_pktmbuf_pool_create(name, n, RTE_MIN(MBUF_CACHE, n / 8), 0,
+						   RTE_MBUF_DEFAULT_BUF_SIZE, (int)i);
+		if (!pools[i]) {
+			VSOCK_LOG(ERR, "cannot create the payload mempool of NUMA node %u: %s", i,
+				  rte_strerror(rte_errno));
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 int vsock_devs_create(const struct vsock_pmd_conf *conf)
 {
+	struct worker *home[VSOCK_PMD_MAX_VMS];
+	int nodes[VSOCK_PMD_MAX_VMS];
 	unsigned int i;
 	int rc;
 
-	pool = rte_pktmbuf_pool_create("vsock_payload", MBUFS_PER_VM * conf->nb_vms - 1,
-				       MBUF_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
-	if (!pool) {
-		VSOCK_LOG(ERR, "cannot create the payload mempool: %s", rte_strerror(rte_errno));
-		return -ENOMEM;
+	used_per_entry = conf->used_per_entry;
+	wait_mode = conf->wait_mode;
+	workers_set_wait_mode(wait_mode);
+	rc = devs_place(conf, home);
+	if (rc == 0)
+		rc = pools_create(conf, home);
+	for (i = 0; rc == 0 && i < conf->nb_vms; i++)
+		nodes[i] = (int)rte_lcore_to_socket_id(worker_lcore(home[i]));
+	/* Ring endpoints before the tables: guest-to-guest routing and the native API. */
+	if (rc == 0)
+		rc = ep_sibling_setup(conf, nodes);
+	if (rc == 0)
+		rc = ep_ring_pool_init(VSOCK_NATIVE_MAX_CONNS, VSOCK_NATIVE_RING_SIZE,
+				       (int)rte_socket_id());
+	if (rc == 0)
+		rc = ep_native_init((int)rte_socket_id());
+	if (rc < 0) {
+		vsock_devs_destroy();
+		return rc;
 	}
 	for (i = 0; i < conf->nb_vms; i++) {
-		struct vsock_dev *dev = &devs[i];
+		int node = (int)rte_lcore_to_socket_id(worker_lcore(home[i]));
+		struct vsock_dev *dev = rte_zmalloc_socket("vsock_dev", sizeof(*dev),
+							   RTE_CACHE_LINE_SIZE, node);
 
-		memset(dev, 0, sizeof(*dev));
+		if (!dev) {
+			vsock_devs_destroy();
+			return -ENOMEM;
+		}
 		dev->conf = conf->vms[i];
 		dev->vid = -1;
 		dev->listen_fd = -1;
+		dev->kick_fd[VSOCK_VQ_RX] = -1;
+		dev->kick_fd[VSOCK_VQ_TX] = -1;
+		dev->worker = home[i];
+		dev->numa_node = node;
 		vsock_stats_dev_init(dev);
 		pthread_mutex_lock(&devs_lock);
+		devs[i] = dev;
 		nb_devs = i + 1;
 		pthread_mutex_unlock(&devs_lock);
 		rc = dev_open_endpoint(dev, conf->burst);
@@ -470,6 +604,9 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 			vsock_devs_destroy();
 			return rc;
 		}
+		VSOCK_LOG(INFO, "VM cid %" PRIu64 ": placed on lcore %u (%s), NUMA node %d",
+			  dev->conf.cid, worker_lcore(dev->worker),
+			  dev->conf.pinned ? "pinned" : "balanced", node);
 	}
 	return 0;
 }
@@ -484,7 +621,7 @@ void vsock_devs_destroy(void)
 	 * held here, since those callbacks take it.
 	 */
 	for (i = 0; i < nb_devs; i++) {
-		struct vsock_dev *dev = &devs[i];
+		struct vsock_dev *dev = devs[i];
 
 		if (dev->registered && rte_vhost_driver_unregister(dev->conf.socket_path) < 0)
 			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot unregister %s", dev->conf.cid,
@@ -493,10 +630,34 @@ void vsock_devs_destroy(void)
 		dev_close_endpoint(dev);
 	}
 	pthread_mutex_lock(&devs_lock);
+	for (i = 0; i < nb_devs; i++) {
+		rte_free(devs[i]);
+		devs[i] = NULL;
+	}
 	nb_devs = 0;
 	pthread_mutex_unlock(&devs_lock);
-	rte_mempool_free(pool);
-	pool = NULL;
+	/* The tables released their rings; listeners' queued guests go now, then the pools. */
+	ep_native_fini();
+	ep_ring_pool_fini();
+	ep_sibling_fini();
+	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
+		rte_mempool_free(pools[i]);
+		pools[i] = NULL;
+	}
+}
+
+void vsock_devs_mbufs(uint64_t *total, uint64_t *in_use)
+{
+	unsigned int i;
+
+	*total = 0;
+	*in_use = 0;
+	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
+		if (!pools[i])
+			continue;
+		*total += pools[i]->size;
+		*in_use += rte_mempool_in_use_count(pools[i]);
+	}
 }
 
 void vsock_devs_lock(void)
@@ -516,5 +677,5 @@ unsigned int vsock_devs_count(void)
 
 struct vsock_dev *vsock_dev_at(unsigned int i)
 {
-	return i < nb_devs ? &devs[i] : NULL;
+	return i < nb_devs ? devs[i] : NULL;
 }

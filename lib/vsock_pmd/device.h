@@ -52,6 +52,8 @@ struct vsock_dev {
 	bool rings_busy;		/* the last poll did some work */
 	uint64_t host_epoll_tsc;	/* last socket readiness check */
 	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */
+	/* --wait-mode notify: our dup of each ring's kick eventfd (the worker sleeps on it). */
+	int kick_fd[VSOCK_NR_VQ];
 	struct vsock_dev_stats stats;
 
 	struct vsock_pmd_vm_conf conf;
@@ -65,7 +67,9 @@ struct vsock_dev {
 	bool remapping;		/* SET_MEM_TABLE in progress: the worker is off the device */
 	uint64_t features;
 	struct rte_vhost_memory *mem;
+	/* Placed by vsock_devs_create() for the life of the process; polls it while running. */
 	struct worker *worker;
+	int numa_node;		/* of that worker's lcore: the device's memory and mbufs */
 	struct vsock_dev_history history;
 };
 
@@ -83,5 +87,8 @@ void vsock_devs_lock(void);
 void vsock_devs_unlock(void);
 unsigned int vsock_devs_count(void);
 struct vsock_dev *vsock_dev_at(unsigned int i);
+
+/** Payload mbufs of every pool, and how many are out of the pools (caches count as free). */
+void vsock_devs_mbufs(uint64_t *total, uint64_t *in_use);
 
 #endif /* VSOCK_PMD_DEVICE_H */

@@ -11,6 +11,7 @@
  *
  * Lock order: api_lock, then the device lock, then a worker's control lock.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -288,6 +289,56 @@ int vsock_pmd_config_get(struct vsock_pmd_config *conf)
 	return 0;
 }
 
+/* Entries of /proc/self/fd, the descriptor that reads it excluded; -1 if unreadable. */
+static int64_t open_fds(void)
+{
+	struct dirent *d;
+	int64_t n = 0;
+	DIR *dir = opendir("/proc/self/fd");
+
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir)) != NULL) {
+		if (d->d_name[0] != '.')
+			n++;
+	}
+	closedir(dir);
+	return n - 1;
+}
+
+/* Resident set size from /proc/self/statm (in pages); 0 if unreadable. */
+static uint64_t rss_bytes(void)
+{
+	unsigned long size, resident;
+	FILE *f = fopen("/proc/self/statm", "re");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "%lu %lu", &size, &resident);
+	fclose(f);
+	return n == 2 ? (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+int vsock_pmd_resources_get(struct vsock_pmd_resources *res)
+{
+	unsigned int i;
+	int rc = api_enter();
+
+	if (rc < 0)
+		return rc;
+	memset(res, 0, sizeof(*res));
+	vsock_devs_lock();
+	vsock_devs_mbufs(&res->mbufs_total, &res->mbufs_in_use);
+	for (i = 0; i < vsock_devs_count(); i++)
+		res->conns += conn_count(vsock_dev_at(i)->conns);
+	vsock_devs_unlock();
+	res->open_fds = open_fds();
+	res->rss_bytes = rss_bytes();
+	api_leave();
+	return 0;
+}
+
 int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 {
 	struct vsock_dev *dev;
@@ -308,6 +359,11 @@ int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 	memcpy(info->uds_path, dev->conf.uds_path, sizeof(info->uds_path));
 	info->running = dev->running;
 	info->lcore = dev->running ? (int)worker_lcore(dev->worker) : -1;
+	info->placed_lcore = worker_lcore(dev->worker);
+	info->pinned = dev->conf.pinned;
+	info->numa_socket = dev->numa_node;
+	info->nb_groups = dev->conf.nb_groups;
+	memcpy(info->groups, dev->conf.groups, sizeof(info->groups));
 	info->features = dev->running ? dev->features : 0;
 	for (q = 0; dev->running && q < VSOCK_NR_VQ; q++) {
 		info->ring_size[q] = dev->vq[q].size;

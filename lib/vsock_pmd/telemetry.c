@@ -2,6 +2,7 @@
 /*
  * The statistics as JSON through librte_telemetry, for dpdk-telemetry.py and monitoring:
  *   /vsock/config         settings in force
+ *   /vsock/resources      mbufs in use, open fds, RSS, connections (leak checks)
  *   /vsock/vms            every VM: state, lcore, connections
  *   /vsock/stats,<cid>    one VM's counters (what "show vm stats" prints)
  *   /vsock/lcores         every worker lcore's counters
@@ -65,6 +66,23 @@ static int tel_config(const char *cmd __rte_unused, const char *params __rte_unu
 	rte_tel_data_add_dict_u64(d, "record_burst_stats", c.record_burst_stats);
 	rte_tel_data_add_dict_u64(d, "record_core_cycles", c.record_core_cycles);
 	rte_tel_data_add_dict_u64(d, "tsc_hz", c.tsc_hz);
+	return 0;
+}
+
+static int tel_resources(const char *cmd __rte_unused, const char *params __rte_unused,
+			 struct rte_tel_data *d)
+{
+	struct vsock_pmd_resources r;
+	int rc = vsock_pmd_resources_get(&r);
+
+	if (rc < 0)
+		return rc;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "mbufs_total", r.mbufs_total);
+	rte_tel_data_add_dict_u64(d, "mbufs_in_use", r.mbufs_in_use);
+	rte_tel_data_add_dict_u64(d, "conns", r.conns);
+	rte_tel_data_add_dict_int(d, "open_fds", (int)r.open_fds);
+	rte_tel_data_add_dict_u64(d, "rss_bytes", r.rss_bytes);
 	return 0;
 }
 
@@ -261,6 +279,8 @@ void vsock_telemetry_register(void)
 	done = true;
 	rte_telemetry_register_cmd("/vsock/config", tel_config,
 				   "dpdk-vsock settings in force. No parameters");
+	rte_telemetry_register_cmd("/vsock/resources", tel_resources,
+				   "Mbufs in use, open fds, RSS, connections. No parameters");
 	rte_telemetry_register_cmd("/vsock/vms", tel_vms,
 				   "Every VM: state, lcore, connections. No parameters");
 	rte_telemetry_register_cmd("/vsock/stats", tel_stats,

@@ -18,7 +18,10 @@ static bool started;
 
 void vsock_pmd_conf_init(struct vsock_pmd_conf *conf)
 {
-	*conf = (struct vsock_pmd_conf){ .burst = VSOCK_PMD_BURST_DEFAULT };
+	*conf = (struct vsock_pmd_conf){
+		.burst = VSOCK_PMD_BURST_DEFAULT,
+		.mbufs_per_vm = VSOCK_PMD_MBUFS_DEFAULT,
+	};
 }
 
 int vsock_pmd_start(const struct vsock_pmd_conf *conf)
@@ -28,7 +31,8 @@ int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 	if (started)
 		return -EALREADY;
 	if (conf->nb_vms == 0 || conf->nb_vms > VSOCK_PMD_MAX_VMS ||
-	    conf->burst < 1 || conf->burst > VSOCK_PMD_BURST_MAX)
+	    conf->burst < 1 || conf->burst > VSOCK_PMD_BURST_MAX ||
+	    conf->mbufs_per_vm < VSOCK_PMD_MBUFS_MIN || conf->mbufs_per_vm > VSOCK_PMD_MBUFS_MAX)
 		return -EINVAL;
 	if (rte_lcore_id() != rte_get_main_lcore())
 		return -EPERM;

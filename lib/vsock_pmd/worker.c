@@ -11,7 +11,11 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdbool.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <rte_common.h>
@@ -21,6 +25,7 @@
 #include <rte_malloc.h>
 #include <rte_pause.h>
 
+#include "conn.h"
 #include "datapath.h"
 #include "device.h"
 #include "log.h"
@@ -30,6 +35,16 @@
 #define WORKER_MAX_DEVS VSOCK_PMD_MAX_VMS
 
 enum worker_op { WORKER_ATTACH, WORKER_DETACH, WORKER_RUN };
+
+/*
+ * --wait-mode notify: what an idle worker sleeps on. An event's data is the device with
+ * the ring index of a kick eventfd, or WAIT_HOST for its host sockets; NULL is the wake fd.
+ */
+#define WAIT_HOST 2u
+#define WAIT_TAGS 3u
+#define WAIT_EVENTS 32
+/* Bounds how late a connection timer fires while the worker sleeps. */
+#define WAIT_TIMEOUT_MS 10
 
 /* One request to the worker: a device to take or drop, or a function to run between polls. */
 struct worker_req {
@@ -56,6 +71,8 @@ struct worker {
 	struct datapath_scratch *scratch;
 	uint32_t seen_seq;
 	struct worker_stats stats;
+	int epfd;		/* notify mode: kick eventfds, host sockets, wake_fd */
+	int wake_fd;		/* eventfd the control side writes after a request or stop */
 
 	/* Control-private, under ctl_lock. */
 	pthread_mutex_t ctl_lock;
@@ -66,6 +83,42 @@ struct worker {
 
 static struct worker *workers[RTE_MAX_LCORE];
 static unsigned int nb_workers;
+static enum vsock_pmd_wait_mode wait_mode;
+
+void workers_set_wait_mode(enum vsock_pmd_wait_mode mode)
+{
+	wait_mode = mode;
+}
+
+/* Notify mode: add (EPOLL_CTL_ADD) or remove (EPOLL_CTL_DEL) what wakes the worker for @p dev. */
+static void watch_dev(struct worker *w, struct vsock_dev *dev, int op)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	uint16_t q;
+
+	RTE_BUILD_BUG_ON(alignof(struct vsock_dev) < 4);
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		if (dev->kick_fd[q] < 0)
+			continue;
+		ev.data.u64 = (uintptr_t)dev | q;
+		if (epoll_ctl(w->epfd, op, dev->kick_fd[q], &ev) < 0)
+			VSOCK_LOG(ERR, "lcore %u: cannot watch a kick eventfd: %s", w->lcore_id,
+				  strerror(errno));
+	}
+	ev.data.u64 = (uintptr_t)dev | WAIT_HOST;
+	if (epoll_ctl(w->epfd, op, conn_table_epoll_fd(dev->conns), &ev) < 0)
+		VSOCK_LOG(ERR, "lcore %u: cannot watch host sockets: %s", w->lcore_id,
+			  strerror(errno));
+}
+
+/* Wake a worker sleeping in notify mode; harmless otherwise. */
+static void wake(struct worker *w)
+{
+	uint64_t one = 1;
+
+	if (wait_mode == VSOCK_PMD_WAIT_NOTIFY && write(w->wake_fd, &one, sizeof(one)) < 0)
+		VSOCK_LOG(ERR, "lcore %u: cannot wake: %s", w->lcore_id, strerror(errno));
+}
 
 unsigned int worker_lcore(const struct worker *w)
 {
@@ -80,11 +133,15 @@ static void apply_request(struct worker *w, const struct worker_req *req)
 	case WORKER_ATTACH:
 		RTE_VERIFY(w->nb_devs < WORKER_MAX_DEVS);
 		w->devs[w->nb_devs++] = req->dev;
+		if (wait_mode == VSOCK_PMD_WAIT_NOTIFY)
+			watch_dev(w, req->dev, EPOLL_CTL_ADD);
 		break;
 	case WORKER_DETACH:
 		for (i = 0; i < w->nb_devs; i++) {
 			if (w->devs[i] == req->dev) {
 				w->devs[i] = w->devs[--w->nb_devs];
+				if (wait_mode == VSOCK_PMD_WAIT_NOTIFY)
+					watch_dev(w, req->dev, EPOLL_CTL_DEL);
 				break;
 			}
 		}
@@ -136,6 +193,44 @@ static unsigned int poll_round_timed(struct worker *w)
 	return work;
 }
 
+/*
+ * Notify mode, after a round without work: ask every guest for kicks, and sleep unless work
+ * arrived meanwhile. The kicks we read are counted as the statistics would have (this
+ * worker is then the eventfds' only reader; device.c gives the statistics none).
+ */
+static void worker_sleep(struct worker *w)
+{
+	struct epoll_event ev[WAIT_EVENTS];
+	bool ready = false;
+	unsigned int i;
+	int n;
+
+	for (i = 0; i < w->nb_devs; i++)
+		ready |= vsock_dev_kicks_arm(w->devs[i]);
+	/* A request posted after this load also writes wake_fd, which ends the wait. */
+	if (!ready && __atomic_load_n(&w->req_seq, __ATOMIC_ACQUIRE) == w->seen_seq &&
+	    !__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
+		n = epoll_wait(w->epfd, ev, WAIT_EVENTS, WAIT_TIMEOUT_MS);
+		for (i = 0; n > 0 && i < (unsigned int)n; i++) {
+			uint64_t data = ev[i].data.u64;
+			struct vsock_dev *dev = (void *)(uintptr_t)(data & ~(uint64_t)WAIT_TAGS);
+			unsigned int tag = (unsigned int)(data & WAIT_TAGS);
+			uint64_t v;
+
+			/* Host socket events stay queued for the next conn_poll_host(). */
+			if (dev && tag == WAIT_HOST)
+				continue;
+			if (read(dev ? dev->kick_fd[tag] : w->wake_fd, &v, sizeof(v)) != sizeof(v))
+				continue;
+			/* Aligned 64-bit store the control side reads as any other counter. */
+			if (dev)
+				__atomic_fetch_add(&dev->history.kicks[tag], v, __ATOMIC_RELAXED);
+		}
+	}
+	for (i = 0; i < w->nb_devs; i++)
+		vsock_dev_kicks_disarm(w->devs[i]);
+}
+
 static int worker_loop(void *arg)
 {
 	struct worker *w = arg;
@@ -159,6 +254,8 @@ static int worker_loop(void *arg)
 		w->stats.polls++;
 		if (work)
 			w->stats.busy_polls++;
+		else if (wait_mode == VSOCK_PMD_WAIT_NOTIFY)
+			worker_sleep(w);
 		else
 			rte_pause();
 	}
@@ -181,6 +278,7 @@ static void worker_call(struct worker *w, const struct worker_req *req)
 	seq = w->req_seq + 1;
 	/* Release: the request is written before the worker can see the new sequence. */
 	__atomic_store_n(&w->req_seq, seq, __ATOMIC_RELEASE);
+	wake(w);
 
 	warn_at = rte_get_timer_cycles() + rte_get_timer_hz();
 	/* Acquire pairs with the worker's release of ack_seq. */
@@ -258,18 +356,6 @@ void worker_stats_read(struct worker *w, struct worker_stats *st, unsigned int *
 	pthread_mutex_unlock(&w->ctl_lock);
 }
 
-struct worker *worker_pick(void)
-{
-	struct worker *best = NULL;
-	unsigned int i;
-
-	for (i = 0; i < nb_workers; i++) {
-		if (!best || workers[i]->nb_assigned < best->nb_assigned)
-			best = workers[i];
-	}
-	return best;
-}
-
 int workers_start(void)
 {
 	unsigned int lcore;
@@ -291,6 +377,16 @@ int workers_start(void)
 		pthread_mutex_init(&w->ctl_lock, NULL);
 		w->lcore_id = lcore;
 		workers[nb_workers++] = w;
+		w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		w->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (w->wake_fd < 0 || w->epfd < 0 ||
+		    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd,
+			      &(struct epoll_event){ .events = EPOLLIN }) < 0) {
+			int rc = -errno;
+
+			workers_stop();
+			return rc;
+		}
 	}
 	if (nb_workers == 0) {
 		VSOCK_LOG(ERR, "no worker lcore: give the EAL at least two cores (e.g. -l 0-1); "
@@ -315,8 +411,10 @@ void workers_stop(void)
 {
 	unsigned int i;
 
-	for (i = 0; i < nb_workers; i++)
+	for (i = 0; i < nb_workers; i++) {
 		__atomic_store_n(&workers[i]->stop, true, __ATOMIC_RELAXED);
+		wake(workers[i]);
+	}
 	for (i = 0; i < nb_workers; i++) {
 		struct worker *w = workers[i];
 
@@ -330,6 +428,10 @@ void workers_stop(void)
 			VSOCK_LOG(WARNING, "lcore %u stopped with %u devices", w->lcore_id,
 				  w->nb_devs);
 		pthread_mutex_destroy(&w->ctl_lock);
+		if (w->epfd >= 0)
+			close(w->epfd);
+		if (w->wake_fd >= 0)
+			close(w->wake_fd);
 		rte_free(w->scratch);
 		rte_free(w);
 		workers[i] = NULL;

@@ -18,14 +18,16 @@ struct worker_stats {
 	uint64_t cycles_pkts;	/* packets those busy rounds moved */
 };
 
+#include <vsock_pmd.h>
+
+/** How idle workers wait (vsock_pmd_conf.wait_mode); set before the first device attaches. */
+void workers_set_wait_mode(enum vsock_pmd_wait_mode mode);
+
 /** Create one worker per EAL worker lcore and launch its polling loop. */
 int workers_start(void);
 
 /** Stop every polling loop and wait for it; devices must be detached first. */
 void workers_stop(void);
-
-/** The worker serving the fewest devices, for a device about to run. */
-struct worker *worker_pick(void);
 
 /** lcore a worker runs on, for log lines and placement decisions. */
 unsigned int worker_lcore(const struct worker *w);

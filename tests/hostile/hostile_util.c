@@ -375,6 +375,13 @@ bool
 rg_is_rst(const struct rawg *g, int k, uint32_t gport, uint32_t hport, uint16_t type,
 		char *why, size_t len)
 {
+	return rg_is_rst_from(g, k, HU_HOST_CID, gport, hport, type, why, len);
+}
+
+bool
+rg_is_rst_from(const struct rawg *g, int k, uint64_t src_cid, uint32_t gport, uint32_t hport,
+		uint16_t type, char *why, size_t len)
+{
 	const struct rg_pkt *e;
 
 	if (k < 0 || (unsigned int)k >= g->nlog) {
@@ -383,7 +390,7 @@ rg_is_rst(const struct rawg *g, int k, uint32_t gport, uint32_t hport, uint16_t 
 		return false;
 	}
 	e = &g->log[k];
-	if (e->p.op == VIRTIO_VSOCK_OP_RST && e->p.src_cid == HU_HOST_CID &&
+	if (e->p.op == VIRTIO_VSOCK_OP_RST && e->p.src_cid == src_cid &&
 			e->p.dst_cid == HU_ATTACKER_CID && e->p.src_port == hport &&
 			e->p.dst_port == gport && e->p.type == type && e->p.len == 0 &&
 			e->p.flags == 0 && e->used_len == 44)

@@ -142,6 +142,9 @@ int rg_find(const struct rawg *g, unsigned int from, uint16_t op, uint32_t guest
  */
 bool rg_is_rst(const struct rawg *g, int k, uint32_t gport, uint32_t hport, uint16_t type,
 		char *why, size_t len);
+/* The same, for an RST that must come from @p src_cid (a sibling VM the guest addressed). */
+bool rg_is_rst_from(const struct rawg *g, int k, uint64_t src_cid, uint32_t gport,
+		uint32_t hport, uint16_t type, char *why, size_t len);
 
 /** A REQUEST (or another op) from the raw guest: src 3:@p gport, dst 2:@p hport, stream. */
 struct vfe_vsock_pkt rg_hdr(uint16_t op, uint32_t gport, uint32_t hport);

@@ -68,6 +68,8 @@ expect_rst(const char *what, const struct vfe_vsock_pkt *pkt, uint32_t buf_len,
 {
 	uint64_t before = hu_stat(&env, 3, stat), after;
 	uint64_t completed = g.tx_completed;
+	/* An RST for a VM the guest may not reach comes from that VM, as a Linux guest expects. */
+	uint64_t rst_from = pkt->dst_cid == HU_PEER_CID ? HU_PEER_CID : HU_HOST_CID;
 	unsigned int from = g.nlog;
 	char why[160];
 	int k = -1, rc;
@@ -77,8 +79,10 @@ expect_rst(const char *what, const struct vfe_vsock_pkt *pkt, uint32_t buf_len,
 		return;
 	RG_WAIT(&g, (k = rg_find(&g, from, VIRTIO_VSOCK_OP_RST, pkt->src_port,
 		pkt->dst_port)) >= 0 && g.tx_completed > completed, MS);
-	if (!tap_ok(rg_is_rst(&g, k, pkt->src_port, pkt->dst_port, rst_type, why, sizeof(why)),
-			"%s: RST 2:%u -> 3:%u", what, pkt->dst_port, pkt->src_port))
+	if (!tap_ok(rg_is_rst_from(&g, k, rst_from, pkt->src_port, pkt->dst_port, rst_type, why,
+				   sizeof(why)),
+			"%s: RST %llu:%u -> 3:%u", what, (unsigned long long)rst_from,
+			pkt->dst_port, pkt->src_port))
 		tap_diag("%s", why);
 	/* Nothing else comes for it. */
 	RG_WAIT(&g, false, 30);

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vsock-native-example: a host service on the native poll-mode API
+ * (include/vsock_pmd_native.h), in the same process as the accelerator.
+ *
+ *   vsock-native-example <EAL args> -- --vm cid=N,socket=PATH,uds=PATH [--vm ...]
+ *                        --port P [--mode echo|sink|source] [--bytes N]
+ *
+ * It listens on host port P of every VM; a guest connecting to CID 2 port P gets:
+ *   echo    everything it sends, back (each seqpacket message as one message)
+ *   sink    its bytes read and dropped; "SINK <bytes>" logged when it closes
+ *   source  N bytes (--bytes, default 1 GiB) of a counting pattern, then EOF
+ * The main lcore is the service's lcore: it polls every connection in turn, with no
+ * syscall and no lock; the worker lcores poll the VMs. Backpressure from a guest that
+ * does not read shows as a short send: the rest waits in the connection's slot.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_eal.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include <vsock_pmd.h>
+#include <vsock_pmd_native.h>
+
+#include "args.h"
+
+#define BURST 32
+#define MAX_CONNS 256
+#define POOL_MBUFS 16383
+
+enum mode { MODE_ECHO, MODE_SINK, MODE_SOURCE };
+
+/* One guest connection and what it still owes. */
+struct svc_conn {
+	int h;			/* native handle, -1 when the slot is free */
+	uint64_t bytes;		/* moved so far */
+	struct rte_mbuf *held[BURST];	/* echo: received, not taken back by send yet */
+	uint16_t nb_held, held_off;
+	bool eof;		/* the guest sends no more */
+};
+
+static volatile sig_atomic_t quit;
+static struct svc_conn conns[MAX_CONNS];
+static struct rte_mempool *pool;
+static enum mode mode = MODE_ECHO;
+static uint64_t source_bytes = 1ULL << 30;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	quit = 1;
+}
+
+static void conn_close(struct svc_conn *c, const char *why)
+{
+	struct vsock_native_info info = { 0 };
+
+	vsock_native_info(c->h, &info);
+	printf("%s %" PRIu64 " bytes, cid %" PRIu64 " port %u (%s)\n",
+	       mode == MODE_SINK ? "SINK" : mode == MODE_ECHO ? "ECHO" : "SOURCE", c->bytes,
+	       info.guest_cid, info.guest_port, why);
+	fflush(stdout);
+	rte_pktmbuf_free_bulk(c->held + c->held_off, c->nb_held - c->held_off);
+	vsock_native_close(c->h);
+	memset(c, 0, sizeof(*c));
+	c->h = -1;
+}
+
+/* Give back what was received; whatever the ring does not take now waits for next round. */
+static bool echo_flush(struct svc_conn *c)
+{
+	int n;
+
+	if (c->held_off == c->nb_held)
+		return true;
+	n = vsock_native_send_burst(c->h, c->held + c->held_off, c->nb_held - c->held_off);
+	if (n < 0) {
+		conn_close(c, strerror(-n));
+		return false;
+	}
+	c->held_off += (uint16_t)n;
+	return c->held_off == c->nb_held;
+}
+
+static void serve_echo(struct svc_conn *c)
+{
+	int i, n;
+
+	if (!echo_flush(c) || c->eof)
+		return;
+	n = vsock_native_recv_burst(c->h, c->held, BURST);
+	if (n == -ESHUTDOWN) {
+		/* Everything came back already: answer the guest's EOF with ours. */
+		c->eof = true;
+		vsock_native_shutdown(c->h, VSOCK_NATIVE_SHUT_WR);
+		return;
+	}
+	if (n < 0) {
+		conn_close(c, strerror(-n));
+		return;
+	}
+	for (i = 0; i < n; i++)
+		c->bytes += rte_pktmbuf_pkt_len(c->held[i]);
+	c->nb_held = (uint16_t)n;
+	c->held_off = 0;
+	echo_flush(c);
+}
+
+static void serve_sink(struct svc_conn *c)
+{
+	struct rte_mbuf *m[BURST];
+	int i, n = vsock_native_recv_burst(c->h, m, BURST);
+
+	if (n < 0) {
+		conn_close(c, n == -ESHUTDOWN ? "end of stream" : strerror(-n));
+		return;
+	}
+	for (i = 0; i < n; i++)
+		c->bytes += rte_pktmbuf_pkt_len(m[i]);
+	rte_pktmbuf_free_bulk(m, (unsigned int)n);
+}
+
+static void serve_source(struct svc_conn *c)
+{
+	struct rte_mbuf *m[BURST];
+	unsigned int i, k = 0;
+	int n;
+
+	while (k < BURST && c->bytes + (uint64_t)k * 2048 < source_bytes) {
+		uint64_t off = c->bytes + (uint64_t)k * 2048;
+		uint16_t len = (uint16_t)RTE_MIN(2048ULL, source_bytes - off);
+		uint8_t *p;
+
+		m[k] = rte_pktmbuf_alloc(pool);
+		if (!m[k])
+			break;
+		p = rte_pktmbuf_mtod(m[k], uint8_t *);
+		for (i = 0; i < len; i++)
+			p[i] = (uint8_t)(off + i);
+		m[k]->data_len = len;
+		m[k]->pkt_len = len;
+		k++;
+	}
+	n = vsock_native_send_burst(c->h, m, (uint16_t)k);
+	rte_pktmbuf_free_bulk(m + RTE_MAX(n, 0), k - (unsigned int)RTE_MAX(n, 0));
+	if (n < 0) {
+		conn_close(c, strerror(-n));
+		return;
+	}
+	for (i = 0; i < (unsigned int)n; i++)
+		c->bytes += m[i]->pkt_len;
+	if (c->bytes >= source_bytes && !c->eof) {
+		c->eof = true;
+		vsock_native_shutdown(c->h, VSOCK_NATIVE_SHUT_WR);
+	}
+	if (c->eof) {
+		int st = vsock_native_state(c->h);
+
+		if (st == VSOCK_NATIVE_CLOSED || st == VSOCK_NATIVE_RESET ||
+		    st == VSOCK_NATIVE_PEER_SHUT)
+			conn_close(c, "done");
+	}
+}
+
+static void accept_all(const int *listeners, unsigned int nb)
+{
+	unsigned int i, s;
+
+	for (i = 0; i < nb; i++) {
+		int h;
+
+		while ((h = vsock_native_accept(listeners[i])) >= 0) {
+			for (s = 0; s < MAX_CONNS && conns[s].h >= 0; s++)
+				;
+			if (s == MAX_CONNS) {
+				vsock_native_close(h);
+				continue;
+			}
+			conns[s].h = h;
+		}
+	}
+}
+
+static void usage(const char *prog)
+{
+	printf("Usage: %s [EAL options] -- --vm cid=N,socket=PATH,uds=PATH [--vm ...] --port P\n"
+	       "          [--mode echo|sink|source] [--bytes N]\n", prog);
+}
+
+static int parse(int argc, char **argv, struct app_opts *opts, uint32_t *port)
+{
+	static const struct option lo[] = {
+		{ "vm", required_argument, NULL, 'v' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char err[APP_ERR_LEN];
+	int o;
+
+	optind = 0;
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (o) {
+		case 'v':
+			if (app_vm_add(optarg, opts, err, sizeof(err)) < 0) {
+				fprintf(stderr, "%s\n", err);
+				return -1;
+			}
+			break;
+		case 'p':
+			*port = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'm':
+			if (!strcmp(optarg, "echo"))
+				mode = MODE_ECHO;
+			else if (!strcmp(optarg, "sink"))
+				mode = MODE_SINK;
+			else if (!strcmp(optarg, "source"))
+				mode = MODE_SOURCE;
+			else
+				return -1;
+			break;
+		case 'b':
+			source_bytes = strtoull(optarg, NULL, 0);
+			break;
+		default:
+			return -1;
+		}
+	}
+	return opts->pmd.nb_vms && *port ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	int listeners[VSOCK_PMD_MAX_VMS];
+	struct app_opts opts;
+	char err[APP_ERR_LEN];
+	uint32_t port = 0;
+	unsigned int i;
+	int n, rc = 1;
+
+	n = rte_eal_init(argc, argv);
+	if (n < 0) {
+		fprintf(stderr, "EAL initialisation failed\n");
+		return 1;
+	}
+	app_opts_init(&opts);
+	if (parse(argc - n, argv + n, &opts, &port) < 0 ||
+	    app_opts_validate(&opts, err, sizeof(err)) < 0) {
+		usage(argv[0]);
+		goto out;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	pool = rte_pktmbuf_pool_create("example", POOL_MBUFS, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+				       (int)rte_socket_id());
+	if (!pool || vsock_pmd_start(&opts.pmd) < 0) {
+		fprintf(stderr, "cannot start the accelerator\n");
+		goto out;
+	}
+	for (i = 0; i < opts.pmd.nb_vms; i++) {
+		listeners[i] = vsock_native_listen(opts.pmd.vms[i].cid, port);
+		if (listeners[i] < 0) {
+			fprintf(stderr, "cannot listen on VM %" PRIu64 " port %u: %s\n",
+				opts.pmd.vms[i].cid, port, strerror(-listeners[i]));
+			goto stop;
+		}
+	}
+	for (i = 0; i < MAX_CONNS; i++)
+		conns[i].h = -1;
+	printf("LISTENING %u\n", port);
+	fflush(stdout);
+	while (!quit) {
+		accept_all(listeners, opts.pmd.nb_vms);
+		for (i = 0; i < MAX_CONNS; i++) {
+			struct svc_conn *c = &conns[i];
+
+			if (c->h < 0)
+				continue;
+			if (mode == MODE_ECHO)
+				serve_echo(c);
+			else if (mode == MODE_SINK)
+				serve_sink(c);
+			else
+				serve_source(c);
+			/* Echo: the guest closed and everything went back. */
+			if (c->h >= 0 && mode == MODE_ECHO && c->eof &&
+			    vsock_native_state(c->h) != VSOCK_NATIVE_ESTABLISHED &&
+			    vsock_native_state(c->h) != VSOCK_NATIVE_PEER_SHUT)
+				conn_close(c, "done");
+		}
+	}
+	rc = 0;
+	for (i = 0; i < MAX_CONNS; i++) {
+		if (conns[i].h >= 0)
+			conn_close(&conns[i], "stopping");
+	}
+stop:
+	vsock_pmd_stop();
+out:
+	rte_mempool_free(pool);
+	rte_eal_cleanup();
+	return rc;
+}

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The native host API: the program's side of ring endpoints (ep_ring.h).
+ *
+ * A connection handle is an ep_ring's pool index and the low 15 bits of its generation, so
+ * a handle outlives its connection harmlessly: the ep_ring stays in the pool, a new
+ * connection in the same slot has another generation, and the check fails with -EBADF.
+ * Listener handles work the same way over the listener table.
+ *
+ * The program's thread only touches its side: it produces into r[prog_side], consumes
+ * r[!prog_side], writes flags[prog_side]. Listener changes serialise program threads with a
+ * spinlock the workers never take; a worker reads a listener through its 'active' flag.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include <linux/virtio_vsock.h>
+
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_spinlock.h>
+
+#include <vsock_pmd_native.h>
+
+#include "ep_native.h"
+#include "ep_ring.h"
+#include "ep_sibling.h"
+
+#define HOST_CID 2
+#define HANDLE_GEN_MASK 0x7fff
+#define HANDLE_IDX_BITS 16
+/* Guests waiting for one listener's accept. */
+#define ACCEPT_RING_SIZE 256
+
+struct listener {
+	uint64_t cid;
+	uint32_t port;
+	uint32_t active;	/* published with release once cid and port are set */
+	uint16_t gen;
+	struct rte_ring *accept;
+};
+
+static struct listener listeners[VSOCK_NATIVE_MAX_LISTENERS];
+static rte_spinlock_t listen_lock = RTE_SPINLOCK_INITIALIZER;
+static bool native_up;
+static uint32_t next_port;
+
+static inline int make_handle(uint16_t gen, uint32_t idx)
+{
+	return (int)(((uint32_t)(gen & HANDLE_GEN_MASK) << HANDLE_IDX_BITS) | idx);
+}
+
+/* The ep_ring behind a connection handle the program still holds, or NULL. */
+static struct ep_ring *conn_of(int h)
+{
+	struct ep_ring *p;
+
+	if (h < 0)
+		return NULL;
+	p = ep_ring_at((uint32_t)h & ((1u << HANDLE_IDX_BITS) - 1));
+	if (!p || !p->prog_open || make_handle(p->gen, p->idx) != h)
+		return NULL;
+	return p;
+}
+
+static struct listener *listener_of(int h)
+{
+	uint32_t idx = (uint32_t)h & ((1u << HANDLE_IDX_BITS) - 1);
+	struct listener *l;
+
+	if (h < 0 || idx >= VSOCK_NATIVE_MAX_LISTENERS)
+		return NULL;
+	l = &listeners[idx];
+	if (!__atomic_load_n(&l->active, __ATOMIC_ACQUIRE) || make_handle(l->gen, idx) != h)
+		return NULL;
+	return l;
+}
+
+int ep_native_init(int socket)
+{
+	unsigned int i;
+
+	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
+		char name[RTE_RING_NAMESIZE];
+
+		snprintf(name, sizeof(name), "vsock_accept_%u", i);
+		listeners[i].accept = rte_ring_create(name, ACCEPT_RING_SIZE, socket,
+						      RING_F_SC_DEQ);
+		if (!listeners[i].accept) {
+			ep_native_fini();
+			return -ENOMEM;
+		}
+	}
+	native_up = true;
+	return 0;
+}
+
+/* Refuse every guest waiting on @p l: its REQUEST gets an RST from its table. */
+static void accept_drain(struct listener *l)
+{
+	struct ep_ring *p;
+
+	while (rte_ring_dequeue(l->accept, (void **)&p) == 0)
+		ep_ring_release(p, 1, EP_RING_RST);
+}
+
+void ep_native_fini(void)
+{
+	unsigned int i;
+
+	native_up = false;
+	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
+		struct listener *l = &listeners[i];
+
+		__atomic_store_n(&l->active, 0, __ATOMIC_RELEASE);
+		if (l->accept)
+			accept_drain(l);
+		rte_ring_free(l->accept);
+		l->accept = NULL;
+	}
+}
+
+struct rte_ring *ep_native_listener_ring(uint64_t cid, uint32_t port)
+{
+	unsigned int i;
+
+	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
+		const struct listener *l = &listeners[i];
+
+		/* Acquire pairs with the release in vsock_native_listen(): cid and port are set. */
+		if (__atomic_load_n(&l->active, __ATOMIC_ACQUIRE) && l->cid == cid &&
+		    l->port == port)
+			return l->accept;
+	}
+	return NULL;
+}
+
+int vsock_native_listen(uint64_t cid, uint32_t port)
+{
+	struct listener *free_l = NULL;
+	unsigned int i;
+	int rc;
+
+	if (!native_up)
+		return -ENODEV;
+	if (ep_sibling_running(cid) < 0)
+		return -ENOENT;
+	rte_spinlock_lock(&listen_lock);
+	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
+		struct listener *l = &listeners[i];
+
+		if (!l->active) {
+			if (!free_l)
+				free_l = l;
+		} else if (l->cid == cid && l->port == port) {
+			rte_spinlock_unlock(&listen_lock);
+			return -EADDRINUSE;
+		}
+	}
+	if (!free_l) {
+		rte_spinlock_unlock(&listen_lock);
+		return -ENOSPC;
+	}
+	/* A worker may have queued a guest just as the previous listener closed. */
+	accept_drain(free_l);
+	free_l->cid = cid;
+	free_l->port = port;
+	free_l->gen++;
+	/* Release: a worker that sees the listener active sees its cid and port. */
+	__atomic_store_n(&free_l->active, 1, __ATOMIC_RELEASE);
+	rc = make_handle(free_l->gen, (uint32_t)(free_l - listeners));
+	rte_spinlock_unlock(&listen_lock);
+	return rc;
+}
+
+int vsock_native_listen_close(int lh)
+{
+	struct listener *l;
+
+	if (!native_up)
+		return -ENODEV;
+	rte_spinlock_lock(&listen_lock);
+	l = listener_of(lh);
+	if (!l) {
+		rte_spinlock_unlock(&listen_lock);
+		return -EBADF;
+	}
+	__atomic_store_n(&l->active, 0, __ATOMIC_RELEASE);
+	accept_drain(l);
+	rte_spinlock_unlock(&listen_lock);
+	return 0;
+}
+
+int vsock_native_accept(int lh)
+{
+	struct listener *l;
+	struct ep_ring *p;
+
+	if (!native_up)
+		return -ENODEV;
+	l = listener_of(lh);
+	if (!l)
+		return -EBADF;
+	while (rte_ring_dequeue(l->accept, (void **)&p) == 0) {
+		/* The guest gave up waiting (its table timed out): nothing to accept. */
+		if (ep_ring_flags(p, 0) & (EP_RING_RST | EP_RING_CLOSED)) {
+			ep_ring_release(p, 1, EP_RING_RST);
+			continue;
+		}
+		p->prog_side = 1;
+		p->prog_open = 1;
+		ep_ring_set(p, 1, EP_RING_ACCEPTED);
+		return make_handle(p->gen, p->idx);
+	}
+	return -EAGAIN;
+}
+
+int vsock_native_connect(uint64_t cid, uint32_t port, int type)
+{
+	struct rte_ring *in;
+	struct ep_ring *p;
+	int running;
+
+	if (!native_up)
+		return -ENODEV;
+	if (type != VSOCK_NATIVE_STREAM && type != VSOCK_NATIVE_SEQPACKET)
+		return -EINVAL;
+	running = ep_sibling_running(cid);
+	if (running < 0)
+		return -ENOENT;
+	if (!running)
+		return -ECONNREFUSED;
+	in = ep_sibling_incoming(cid);
+	p = ep_ring_alloc();
+	if (!p)
+		return -ENOBUFS;
+	p->src_cid = HOST_CID;
+	p->src_port = EP_RING_NATIVE_PORT_FIRST +
+		      __atomic_fetch_add(&next_port, 1, __ATOMIC_RELAXED) %
+		      (UINT32_MAX - EP_RING_NATIVE_PORT_FIRST);
+	p->dst_cid = cid;
+	p->dst_port = port;
+	p->type = (uint16_t)type;
+	p->prog_side = 0;
+	p->prog_open = 1;
+	/* The ring's enqueue publishes every field above to the table that takes it. */
+	if (rte_ring_mp_enqueue(in, p) < 0) {
+		p->prog_open = 0;
+		ep_ring_release(p, 1, EP_RING_RST);
+		ep_ring_release(p, 0, EP_RING_RST);
+		return -ENOBUFS;
+	}
+	return make_handle(p->gen, p->idx);
+}
+
+/* The connection's state from the program's side, given both sides' flags. */
+static int state_of(const struct ep_ring *p, uint32_t mine, uint32_t peer, bool drained)
+{
+	if ((mine | peer) & EP_RING_RST)
+		return VSOCK_NATIVE_RESET;
+	if (p->prog_side == 0 && !(peer & EP_RING_ACCEPTED))
+		return (peer & EP_RING_CLOSED) ? VSOCK_NATIVE_RESET : VSOCK_NATIVE_CONNECTING;
+	if ((peer & EP_RING_SHUT_SEND) && drained)
+		return (peer & EP_RING_CLOSED) ? VSOCK_NATIVE_CLOSED : VSOCK_NATIVE_PEER_SHUT;
+	return VSOCK_NATIVE_ESTABLISHED;
+}
+
+int vsock_native_state(int h)
+{
+	struct ep_ring *p;
+	unsigned int s;
+	uint32_t peer;
+
+	if (!native_up)
+		return -ENODEV;
+	p = conn_of(h);
+	if (!p)
+		return -EBADF;
+	s = (unsigned int)p->prog_side;
+	/* Flags first (acquire), then the ring: empty after SHUT_SEND means drained. */
+	peer = ep_ring_flags(p, !s);
+	return state_of(p, ep_ring_flags(p, s), peer,
+			rte_ring_empty(p->r[!s]) && !p->msg_head);
+}
+
+int vsock_native_info(int h, struct vsock_native_info *info)
+{
+	struct ep_ring *p;
+
+	if (!native_up)
+		return -ENODEV;
+	p = conn_of(h);
+	if (!p)
+		return -EBADF;
+	if (!info)
+		return -EINVAL;
+	*info = (struct vsock_native_info){
+		.guest_cid = p->prog_side == 0 ? p->dst_cid : p->src_cid,
+		.guest_port = p->prog_side == 0 ? p->dst_port : p->src_port,
+		.host_port = p->prog_side == 0 ? p->src_port : p->dst_port,
+		.type = p->type,
+	};
+	return 0;
+}
+
+/* -errno when the program cannot use @p p now, 0 when it can. */
+static int usable(const struct ep_ring *p, uint32_t mine, uint32_t peer)
+{
+	if ((mine | peer) & EP_RING_RST)
+		return -ECONNRESET;
+	if (p->prog_side == 0 && !(peer & EP_RING_ACCEPTED))
+		return (peer & EP_RING_CLOSED) ? -ECONNRESET : -ENOTCONN;
+	return 0;
+}
+
+int vsock_native_send_burst(int h, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct ep_ring *p;
+	struct rte_ring *out;
+	uint32_t mine, peer;
+	unsigned int s, i, room;
+	int rc;
+
+	if (!native_up)
+		return -ENODEV;
+	p = conn_of(h);
+	if (!p)
+		return -EBADF;
+	if (!pkts && n)
+		return -EINVAL;
+	s = (unsigned int)p->prog_side;
+	mine = ep_ring_flags(p, s);
+	peer = ep_ring_flags(p, !s);
+	rc = usable(p, mine, peer);
+	if (rc < 0)
+		return rc;
+	if ((mine & EP_RING_SHUT_SEND) || (peer & (EP_RING_SHUT_RCV | EP_RING_CLOSED)))
+		return -EPIPE;
+	out = p->r[s];
+	room = rte_ring_free_count(out);
+	if (n > room)
+		n = (uint16_t)room;
+	/* Message ends travel in each segment's packet_type (ep_ring.h). */
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m;
+
+		for (m = pkts[i]; m; m = m->next)
+			m->packet_type = 0;
+		if (p->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
+			rte_pktmbuf_lastseg(pkts[i])->packet_type = EP_RING_EOM | EP_RING_EOR;
+	}
+	/* Single producer: every one of the n fits, as counted above. */
+	return (int)rte_ring_sp_enqueue_burst(out, (void **)pkts, n, NULL);
+}
+
+/* SEQPACKET: pieces from the ring become whole messages, one mbuf chain each. */
+static int recv_messages(struct ep_ring *p, struct rte_ring *in, struct rte_mbuf **pkts,
+			 uint16_t n)
+{
+	struct rte_mbuf *m;
+	int got = 0;
+
+	while (got < n && rte_ring_sc_dequeue(in, (void **)&m) == 0) {
+		if (!p->msg_head) {
+			p->msg_head = m;
+		} else {
+			p->msg_tail->next = m;
+			p->msg_head->nb_segs++;
+			p->msg_head->pkt_len += m->data_len;
+		}
+		p->msg_tail = m;
+		if (m->packet_type & EP_RING_EOM) {
+			pkts[got++] = p->msg_head;
+			p->msg_head = NULL;
+			p->msg_tail = NULL;
+		}
+	}
+	return got;
+}
+
+int vsock_native_recv_burst(int h, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct ep_ring *p;
+	struct rte_ring *in;
+	uint32_t mine, peer;
+	unsigned int s;
+	int rc, got;
+
+	if (!native_up)
+		return -ENODEV;
+	p = conn_of(h);
+	if (!p)
+		return -EBADF;
+	if (!pkts && n)
+		return -EINVAL;
+	s = (unsigned int)p->prog_side;
+	mine = ep_ring_flags(p, s);
+	/* Acquire before reading the ring: everything sent before SHUT_SEND is visible. */
+	peer = ep_ring_flags(p, !s);
+	rc = usable(p, mine, peer);
+	if (rc < 0)
+		return rc;
+	in = p->r[!s];
+	if (p->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
+		got = recv_messages(p, in, pkts, n);
+	else
+		got = (int)rte_ring_sc_dequeue_burst(in, (void **)pkts, n, NULL);
+	if (got == 0 && n && (peer & EP_RING_SHUT_SEND) && rte_ring_empty(in))
+		return -ESHUTDOWN;
+	return got;
+}
+
+int vsock_native_shutdown(int h, int how)
+{
+	struct ep_ring *p;
+	unsigned int s;
+	int rc;
+
+	if (!native_up)
+		return -ENODEV;
+	p = conn_of(h);
+	if (!p)
+		return -EBADF;
+	if (how & ~(VSOCK_NATIVE_SHUT_RD | VSOCK_NATIVE_SHUT_WR) || !how)
+		return -EINVAL;
+	s = (unsigned int)p->prog_side;
+	rc = usable(p, ep_ring_flags(p, s), ep_ring_flags(p, !s));
+	if (rc < 0)
+		return rc == -ECONNRESET ? -ENOTCONN : rc;
+	ep_ring_set(p, s, ((how & VSOCK_NATIVE_SHUT_WR) ? EP_RING_SHUT_SEND : 0) |
+			  ((how & VSOCK_NATIVE_SHUT_RD) ? EP_RING_SHUT_RCV : 0));
+	return 0;
+}
+
+int vsock_native_close(int h)
+{
+	struct ep_ring *p;
+	unsigned int s;
+	uint32_t how;
+
+	if (!native_up)
+		return -ENODEV;
+	p = conn_of(h);
+	if (!p)
+		return -EBADF;
+	s = (unsigned int)p->prog_side;
+	/* An unanswered connect is abandoned: the guest's half, if any, is reset. */
+	how = usable(p, ep_ring_flags(p, s), ep_ring_flags(p, !s)) == -ENOTCONN ?
+	      EP_RING_RST : EP_RING_SHUT_SEND | EP_RING_SHUT_RCV;
+	p->prog_open = 0;
+	rte_pktmbuf_free(p->msg_head);
+	p->msg_head = NULL;
+	p->msg_tail = NULL;
+	ep_ring_release(p, s, how);
+	return 0;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef VSOCK_PMD_EP_NATIVE_H
+#define VSOCK_PMD_EP_NATIVE_H
+
+/**
+ * The library side of the native host API (include/vsock_pmd_native.h): its listeners, as
+ * the workers see them when a guest connects to the host.
+ */
+
+#include <stdint.h>
+
+struct rte_ring;
+
+/** Create the listeners' accept rings on NUMA node @p socket. @return 0 or -ENOMEM. */
+int ep_native_init(int socket);
+
+/** Refuse what still waits on listeners, free their rings; the API returns -ENODEV after. */
+void ep_native_fini(void);
+
+/**
+ * The accept ring (struct ep_ring *, MP/SC) of the listener on host port @p port of VM
+ * @p cid, or NULL when no program listens there. Any worker, lock-free.
+ */
+struct rte_ring *ep_native_listener_ring(uint64_t cid, uint32_t port);
+
+#endif /* VSOCK_PMD_EP_NATIVE_H */

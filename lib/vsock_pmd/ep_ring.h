@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef VSOCK_PMD_EP_RING_H
+#define VSOCK_PMD_EP_RING_H
+
+/**
+ * The ring endpoint: a vsock connection whose far side is not a host socket but a pair of
+ * rte_rings of mbufs. Two users:
+ * - guest-to-guest (ep_sibling.h): the far side is the same kind of connection in another
+ *   VM's table, possibly on another lcore;
+ * - the native host API (vsock_pmd_native.h): the far side is a host program's lcore.
+ *
+ * One ep_ring joins two sides: side 0 opened the connection (its initiator), side 1 accepts
+ * it. Each side is one thread at a time: it is the only producer of r[side] and the only
+ * consumer of r[!side], so both rings are single-producer single-consumer, and it is the only
+ * writer of flags[side]. Nothing else is shared: neither side ever touches the other's state.
+ *
+ * Data is mbufs (chains allowed), each segment's packet_type carrying EP_RING_EOM on the last
+ * piece of a SEQPACKET message. Events are flags, ordered after the data: a side enqueues its
+ * last mbufs, then sets EP_RING_SHUT_SEND (release); the other side, once it has loaded the
+ * flag (acquire) and found the ring empty, has read everything.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_ring.h>
+
+/* flags[side]: what that side did. */
+#define EP_RING_SHUT_SEND	(1u << 0)	/* sends no more: EOF once r[side] is drained */
+#define EP_RING_SHUT_RCV	(1u << 1)	/* reads no more */
+#define EP_RING_ACCEPTED	(1u << 2)	/* side 1 only: the connection is established */
+#define EP_RING_RST		(1u << 3)	/* reset or refused: drop everything */
+#define EP_RING_CLOSED		(1u << 4)	/* released its side: never looks again */
+
+/* mbuf packet_type bits of a SEQPACKET message's last piece (VIRTIO_VSOCK_SEQ_EOM/EOR). */
+#define EP_RING_EOM		(1u << 0)
+#define EP_RING_EOR		(1u << 1)
+
+/* Source port the native API's connects use: above both guest ports and hybrid vsock's. */
+#define EP_RING_NATIVE_PORT_FIRST (1u << 31)
+
+struct ep_ring {
+	/* The connection, written by side 0 before it publishes the ep_ring. */
+	uint64_t src_cid;
+	uint64_t dst_cid;
+	uint32_t src_port;
+	uint32_t dst_port;
+	uint16_t type;		/* VIRTIO_VSOCK_TYPE_STREAM or _SEQPACKET */
+
+	/* Pool bookkeeping. */
+	uint16_t gen;		/* bumped on every allocation: stale native handles fail */
+	uint32_t idx;
+	uint32_t refs;		/* sides still holding it */
+
+	/* The native API's side, if a host program holds one (ep_native.c). */
+	int8_t prog_side;	/* -1: none */
+	uint8_t prog_open;	/* the program's handle is valid */
+	struct rte_mbuf *msg_head, *msg_tail;	/* SEQPACKET message being reassembled */
+
+	uint32_t flags[2] __rte_cache_aligned;
+	struct rte_ring *r[2];
+} __rte_cache_aligned;
+
+/**
+ * Create the pool of @p nb ep_rings, each ring of @p ring_size mbufs (a power of 2), on NUMA
+ * node @p socket. @return 0 or a negative errno value.
+ */
+int ep_ring_pool_init(unsigned int nb, unsigned int ring_size, int socket);
+
+/** Free the pool; every ep_ring must be released (mbufs still in rings are freed). */
+void ep_ring_pool_fini(void);
+
+/** Whether the pool exists. */
+bool ep_ring_pool_ready(void);
+
+/** ep_ring number @p idx of the pool, or NULL. */
+struct ep_ring *ep_ring_at(uint32_t idx);
+
+/**
+ * A fresh ep_ring held by both sides (refs 2), empty rings, no flags. Any thread.
+ * @return NULL when the pool is exhausted or missing.
+ */
+struct ep_ring *ep_ring_alloc(void);
+
+/** Set @p flag on @p side (release: everything enqueued before is visible with it). */
+static inline void ep_ring_set(struct ep_ring *p, unsigned int side, uint32_t flag)
+{
+	__atomic_fetch_or(&p->flags[side], flag, __ATOMIC_RELEASE);
+}
+
+/** Flags of @p side (acquire: pairs with ep_ring_set()). */
+static inline uint32_t ep_ring_flags(const struct ep_ring *p, unsigned int side)
+{
+	return __atomic_load_n(&p->flags[side], __ATOMIC_ACQUIRE);
+}
+
+/**
+ * @p side lets go: sets @p flags | EP_RING_CLOSED and drops its reference; the last side
+ * frees the mbufs left in both rings and returns the ep_ring to the pool. Once per side.
+ */
+void ep_ring_release(struct ep_ring *p, unsigned int side, uint32_t flags);
+
+#endif /* VSOCK_PMD_EP_RING_H */

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The routing table of guest-to-guest connections. Written by the control thread before any
+ * device runs, read by every worker: the CIDs, group masks and rings never change while
+ * workers run, only the running flags (relaxed: a REQUEST racing a guest's departure is
+ * refused by the departing table's reset instead).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_ring.h>
+
+#include "ep_native.h"
+#include "ep_sibling.h"
+#include "log.h"
+
+#define HOST_CID 2
+
+struct sibling_vm {
+	uint64_t cid;
+	uint64_t groups;	/* bit g: member of group g */
+	struct rte_ring *incoming;
+	bool running;
+};
+
+static struct sibling_vm vms[VSOCK_PMD_MAX_VMS];
+static unsigned int nb_vms;
+
+static struct sibling_vm *vm_by_cid(uint64_t cid)
+{
+	unsigned int i;
+
+	for (i = 0; i < nb_vms; i++) {
+		if (vms[i].cid == cid)
+			return &vms[i];
+	}
+	return NULL;
+}
+
+int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes)
+{
+	/* Group names become bits in order of first appearance. */
+	static char names[VSOCK_PMD_MAX_GROUPS][VSOCK_PMD_GROUP_NAME_MAX];
+	unsigned int i, g, bit, nb_names = 0;
+
+	for (i = 0; i < conf->nb_vms; i++) {
+		const struct vsock_pmd_vm_conf *vc = &conf->vms[i];
+		struct sibling_vm *v = &vms[i];
+		char name[RTE_RING_NAMESIZE];
+
+		memset(v, 0, sizeof(*v));
+		v->cid = vc->cid;
+		for (g = 0; g < vc->nb_groups; g++) {
+			for (bit = 0; bit < nb_names; bit++) {
+				if (strcmp(names[bit], vc->groups[g]) == 0)
+					break;
+			}
+			if (bit == VSOCK_PMD_MAX_GROUPS) {
+				VSOCK_LOG(ERR, "more than %d distinct group names",
+					  VSOCK_PMD_MAX_GROUPS);
+				ep_sibling_fini();
+				return -EINVAL;
+			}
+			if (bit == nb_names)
+				snprintf(names[nb_names++], sizeof(names[0]), "%s", vc->groups[g]);
+			v->groups |= 1ULL << bit;
+		}
+		snprintf(name, sizeof(name), "vsock_in_%" PRIu64, vc->cid);
+		v->incoming = rte_ring_create(name, EP_SIBLING_INCOMING_SIZE, nodes[i],
+					      RING_F_SC_DEQ);
+		nb_vms = i + 1;
+		if (!v->incoming) {
+			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create its incoming ring: %s",
+				  vc->cid, rte_strerror(rte_errno));
+			ep_sibling_fini();
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void ep_sibling_fini(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nb_vms; i++) {
+		rte_ring_free(vms[i].incoming);
+		vms[i].incoming = NULL;
+	}
+	nb_vms = 0;
+}
+
+struct rte_ring *ep_sibling_incoming(uint64_t cid)
+{
+	struct sibling_vm *v = vm_by_cid(cid);
+
+	return v ? v->incoming : NULL;
+}
+
+void ep_sibling_set_running(uint64_t cid, bool running)
+{
+	struct sibling_vm *v = vm_by_cid(cid);
+
+	if (v)
+		__atomic_store_n(&v->running, running, __ATOMIC_RELAXED);
+}
+
+int ep_sibling_running(uint64_t cid)
+{
+	struct sibling_vm *v = vm_by_cid(cid);
+
+	return v ? __atomic_load_n(&v->running, __ATOMIC_RELAXED) : -ENOENT;
+}
+
+bool ep_sibling_allowed(uint64_t src_cid, uint64_t dst_cid)
+{
+	struct sibling_vm *src, *dst;
+
+	if (src_cid == dst_cid)
+		return false;
+	src = vm_by_cid(src_cid);
+	dst = vm_by_cid(dst_cid);
+	return src && dst && (src->groups & dst->groups) != 0;
+}
+
+struct rte_ring *ep_route(uint64_t src_cid, uint64_t dst_cid, uint32_t dst_port)
+{
+	struct sibling_vm *dst;
+
+	if (dst_cid == HOST_CID)
+		return ep_native_listener_ring(src_cid, dst_port);
+	if (!ep_sibling_allowed(src_cid, dst_cid))
+		return NULL;
+	dst = vm_by_cid(dst_cid);
+	return __atomic_load_n(&dst->running, __ATOMIC_RELAXED) ? dst->incoming : NULL;
+}

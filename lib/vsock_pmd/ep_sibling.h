@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef VSOCK_PMD_EP_SIBLING_H
+#define VSOCK_PMD_EP_SIBLING_H
+
+/**
+ * Guest-to-guest routing (doc/multi-vm.md): the table of VMs by CID with their groups and
+ * the ring each VM's connection table takes new ring connections from. A guest's REQUEST
+ * to another guest's CID becomes an ep_ring (ep_ring.h) put on the target VM's incoming
+ * ring; the target's table offers it to its guest like a host connect. Both halves then
+ * run the full protocol with their own guest, each on its own lcore.
+ *
+ * The table is built once at start, before any guest runs; afterwards only the running
+ * flags change. Lookups are read-only and lock-free: any worker may route.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <vsock_pmd.h>
+
+struct rte_ring;
+
+/** Connect requests (struct ep_ring *) waiting for one VM's table. */
+#define EP_SIBLING_INCOMING_SIZE 1024
+
+/**
+ * Build the table from @p conf: group names become bits, each VM gets its incoming ring
+ * (MP/SC) on NUMA node @p nodes[i]. @return 0 or a negative errno value.
+ */
+int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes);
+
+/** Free the incoming rings; the tables that consumed them are gone. */
+void ep_sibling_fini(void);
+
+/** The incoming ring of VM @p cid (to give its connection table), or NULL. */
+struct rte_ring *ep_sibling_incoming(uint64_t cid);
+
+/** A guest driver attached to VM @p cid (true) or went away (false). */
+void ep_sibling_set_running(uint64_t cid, bool running);
+
+/** Whether VM @p cid exists (-ENOENT otherwise) and has a guest driver attached (1) or not (0). */
+int ep_sibling_running(uint64_t cid);
+
+/**
+ * Where a guest's REQUEST from @p src_cid to @p dst_cid port @p dst_port goes when it is not
+ * for a host socket (struct conn_table_conf.route):
+ * - @p dst_cid is the host: the accept ring of a native listener on that port (ep_native.h),
+ *   or NULL (hybrid vsock then);
+ * - another guest: its incoming ring if both VMs share a group and it runs, else NULL.
+ */
+struct rte_ring *ep_route(uint64_t src_cid, uint64_t dst_cid, uint32_t dst_port);
+
+/** Whether a guest of @p src_cid may reach @p dst_cid at all (a shared group). */
+bool ep_sibling_allowed(uint64_t src_cid, uint64_t dst_cid);
+
+#endif /* VSOCK_PMD_EP_SIBLING_H */

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The native host API (include/vsock_pmd_native.h) in one process: this test starts the
+ * accelerator itself (one worker lcore), attaches the userspace frontend with its guest
+ * driver to VM 3, and plays the host program on the main lcore with mbufs. Checked: accept
+ * and connect (the guest's connect completes only on accept), bytes both ways end to end,
+ * half-close in each direction, refusal and reset, credit stall and recovery seen as short
+ * sends, SEQPACKET boundaries, many connections at once, the guest going away, and every
+ * kind of misuse answered with its error code.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/virtio_vsock.h>
+
+#include <rte_eal.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include <vsock_pmd.h>
+#include <vsock_pmd_native.h>
+
+#include "tap.h"
+#include "vfe.h"
+#include "vfe_guest.h"
+
+#define CID 3
+#define WAIT_MS 3000
+#define CHUNK 1000	/* payload bytes per mbuf the test sends */
+
+static char dir[64];
+static struct vfe_vsock v;
+static struct vfe_guest g;
+static bool attached;
+static struct rte_mempool *mp;
+static uint8_t pat[1 << 20];
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* One round of the guest driver; a short pause when it had nothing to do. */
+static void tick(void)
+{
+	static const struct timespec pause = { .tv_nsec = 20000 };
+
+	if (!attached || vfe_guest_poll(&g) == 0)
+		nanosleep(&pause, NULL);
+}
+
+#define WAIT(cond, ms) ({ \
+	uint64_t end_ = now_ms() + (ms); \
+	bool ok_; \
+	while (!(ok_ = (cond)) && now_ms() < end_) \
+		tick(); \
+	ok_; })
+
+static int attach(uint32_t buf_alloc)
+{
+	static const struct vfe_vsock_conf vc = { .mem = { .size = 32u << 20 } };
+	struct vfe_guest_conf gc = { .buf_alloc = buf_alloc };
+	char sock[96];
+	int rc;
+
+	snprintf(sock, sizeof(sock), "%s/vm3.sock", dir);
+	rc = vfe_vsock_attach(&v, sock, &vc);
+	if (rc == 0)
+		rc = vfe_guest_init(&g, &v, &gc);
+	attached = rc == 0;
+	return rc;
+}
+
+static void detach(void)
+{
+	if (!attached)
+		return;
+	vfe_vsock_detach(&v, NULL, false);
+	vfe_guest_fini(&g);
+	vfe_vsock_close(&v);
+	attached = false;
+}
+
+/* Send @p len bytes of pat from @p off as CHUNK-byte mbufs; returns bytes taken now. */
+static long native_send(int h, size_t off, size_t len)
+{
+	struct rte_mbuf *m[32];
+	unsigned int i, n = 0;
+	int rc;
+
+	while (n < RTE_DIM(m) && len > (size_t)n * CHUNK) {
+		uint32_t l = (uint32_t)RTE_MIN((size_t)CHUNK, len - (size_t)n * CHUNK);
+
+		m[n] = rte_pktmbuf_alloc(mp);
+		if (!m[n])
+			break;
+		memcpy(rte_pktmbuf_append(m[n], (uint16_t)l), pat + off + (size_t)n * CHUNK, l);
+		n++;
+	}
+	rc = vsock_native_send_burst(h, m, (uint16_t)n);
+	for (i = rc > 0 ? (unsigned int)rc : 0; i < n; i++)
+		rte_pktmbuf_free(m[i]);
+	if (rc < 0)
+		return rc;
+	return (long)RTE_MIN(len, (size_t)rc * CHUNK);
+}
+
+/* Receive into @p buf at @p *got (at most @p max); returns what recv_burst returned. */
+static int native_recv(int h, uint8_t *buf, size_t *got, size_t max, unsigned int *msgs)
+{
+	struct rte_mbuf *m[32];
+	int i, rc = vsock_native_recv_burst(h, m, RTE_DIM(m));
+
+	for (i = 0; i < rc; i++) {
+		struct rte_mbuf *s;
+
+		for (s = m[i]; s; s = s->next) {
+			if (*got + s->data_len <= max)
+				memcpy(buf + *got, rte_pktmbuf_mtod(s, void *), s->data_len);
+			*got += s->data_len;
+		}
+		if (msgs)
+			(*msgs)++;
+		rte_pktmbuf_free(m[i]);
+	}
+	return rc;
+}
+
+static void test_misuse_unstarted(void)
+{
+	struct rte_mbuf *m = NULL;
+
+	tap_ok(vsock_native_listen(CID, 1) == -ENODEV && vsock_native_connect(CID, 1, 1) ==
+	       -ENODEV && vsock_native_send_burst(0, &m, 1) == -ENODEV &&
+	       vsock_native_close(0) == -ENODEV, "before vsock_pmd_start(): -ENODEV");
+}
+
+/* Guest connects to a native listener; bytes both ways; half-closes; close. */
+static void test_accept(void)
+{
+	static uint8_t got[300000];
+	struct vsock_native_info info;
+	struct vfe_guest_conn *gc;
+	size_t sent = 0, rcvd = 0;
+	int l, h, rc = 0;
+
+	l = vsock_native_listen(CID, 5000);
+	tap_ok(l >= 0, "listen on VM 3 port 5000 (%d)", l);
+	tap_ok(vsock_native_listen(CID, 5000) == -EADDRINUSE, "a second listener: -EADDRINUSE");
+	tap_ok(vsock_native_listen(99, 5000) == -ENOENT, "listen on a VM that does not exist: "
+	       "-ENOENT");
+	tap_ok(vsock_native_accept(l) == -EAGAIN, "accept with nobody waiting: -EAGAIN");
+	gc = vfe_guest_connect(&g, 5000, VIRTIO_VSOCK_TYPE_STREAM);
+	h = -EAGAIN;
+	WAIT((h = vsock_native_accept(l)) != -EAGAIN, WAIT_MS);
+	tap_ok(gc && gc->state == VFE_GC_CONNECTING && h >= 0,
+	       "the guest's connect waits for accept; accept returns its handle (%d)", h);
+	tap_ok(WAIT(gc->state == VFE_GC_ESTABLISHED, WAIT_MS), "the guest is connected once "
+	       "accepted");
+	rc = vsock_native_info(h, &info);
+	tap_ok(rc == 0 && info.guest_cid == CID &&
+	       info.guest_port == gc->local_port && info.host_port == 5000 &&
+	       info.type == VSOCK_NATIVE_STREAM, "info: cid 3, guest port %u, host port %u",
+	       info.guest_port, info.host_port);
+	tap_ok(vsock_native_state(h) == VSOCK_NATIVE_ESTABLISHED, "state ESTABLISHED");
+
+	/* 256 KiB guest -> host, checked byte for byte. */
+	WAIT((sent += (size_t)RTE_MAX(vfe_guest_send(&g, gc, pat + sent,
+						      RTE_MIN((size_t)65536, 262144 - sent)), 0L),
+	      native_recv(h, got, &rcvd, sizeof(got), NULL), rcvd >= 262144), 20000);
+	tap_ok(rcvd == 262144 && memcmp(got, pat, rcvd) == 0,
+	       "256 KiB guest -> host through recv_burst, intact (%zu)", rcvd);
+
+	/* 256 KiB host -> guest. */
+	sent = rcvd = 0;
+	WAIT(((sent < 262144 && (rc = (int)native_send(h, sent, 262144 - sent)) > 0 ?
+	       sent += (size_t)rc : 0),
+	      rcvd += vfe_guest_recv(&g, gc, got + rcvd, sizeof(got) - rcvd), rcvd >= 262144),
+	     20000);
+	tap_ok(rcvd == 262144 && memcmp(got, pat, rcvd) == 0,
+	       "256 KiB host -> guest through send_burst, intact (%zu)", rcvd);
+
+	/* The host shuts down writing: the guest reads EOF, and can still send. */
+	tap_ok(vsock_native_shutdown(h, VSOCK_NATIVE_SHUT_WR) == 0, "host shutdown(SHUT_WR)");
+	tap_ok(WAIT(gc->peer_shut & VIRTIO_VSOCK_SHUTDOWN_SEND, WAIT_MS),
+	       "the guest gets SHUTDOWN(SEND)");
+	tap_ok(native_send(h, 0, 10) == -EPIPE, "send after SHUT_WR: -EPIPE");
+	rcvd = 0;
+	vfe_guest_send(&g, gc, pat, 1000);
+	tap_ok(WAIT((native_recv(h, got, &rcvd, sizeof(got), NULL), rcvd >= 1000), WAIT_MS) &&
+	       memcmp(got, pat, 1000) == 0, "the guest still sends: 1000 bytes arrive");
+	/* The guest shuts down too: the host drains, then reads the end of the stream. */
+	vfe_guest_shutdown(&g, gc, VIRTIO_VSOCK_SHUTDOWN_SEND);
+	tap_ok(WAIT(vsock_native_recv_burst(h, (struct rte_mbuf *[1]){ NULL }, 1) == -ESHUTDOWN,
+		    WAIT_MS), "guest SHUTDOWN(SEND): recv_burst returns -ESHUTDOWN");
+	tap_ok(vsock_native_state(h) == VSOCK_NATIVE_PEER_SHUT, "state PEER_SHUT");
+	tap_ok(vsock_native_close(h) == 0, "close");
+	tap_ok(WAIT(gc->state == VFE_GC_CLOSED, WAIT_MS), "the guest's connection ends");
+	vfe_guest_release(&g, gc);
+	tap_ok(vsock_native_close(h) == -EBADF && vsock_native_state(h) == -EBADF &&
+	       native_send(h, 0, 1) == -EBADF, "the closed handle: -EBADF everywhere");
+	tap_ok(vsock_native_listen_close(l) == 0 && vsock_native_listen_close(l) == -EBADF &&
+	       vsock_native_accept(l) == -EBADF, "listener closed; its handle: -EBADF");
+	gc = vfe_guest_connect(&g, 5000, VIRTIO_VSOCK_TYPE_STREAM);
+	tap_ok(gc && WAIT(gc->state == VFE_GC_CLOSED, WAIT_MS) && gc->reset,
+	       "a guest connect to the closed port is refused");
+	if (gc)
+		vfe_guest_release(&g, gc);
+}
+
+/* Host connects to a guest port; refusal; reset by the guest. */
+static void test_connect(void)
+{
+	static uint8_t got[70000];
+	struct vfe_guest_conn *gc = NULL;
+	size_t rcvd = 0;
+	int h, st;
+
+	vfe_guest_listen(&g, 6000, true);
+	h = vsock_native_connect(CID, 6000, VSOCK_NATIVE_STREAM);
+	tap_ok(h >= 0 && vsock_native_state(h) == VSOCK_NATIVE_CONNECTING,
+	       "connect to guest port 6000: CONNECTING (%d)", h);
+	tap_ok(native_send(h, 0, 10) == -ENOTCONN &&
+	       vsock_native_recv_burst(h, (struct rte_mbuf *[1]){ NULL }, 1) == -ENOTCONN,
+	       "send and recv while connecting: -ENOTCONN");
+	tap_ok(WAIT((gc = vfe_guest_accept(&g)) != NULL, WAIT_MS) &&
+	       WAIT(vsock_native_state(h) == VSOCK_NATIVE_ESTABLISHED, WAIT_MS),
+	       "the guest accepts: ESTABLISHED");
+	tap_ok(native_send(h, 0, 50000) == 32 * CHUNK, "send_burst takes a burst of 32 mbufs");
+	WAIT((rcvd += vfe_guest_recv(&g, gc, got + rcvd, sizeof(got) - rcvd), rcvd >= 32000),
+	     WAIT_MS);
+	tap_ok(rcvd == 32000 && memcmp(got, pat, 32000) == 0, "the guest reads them, intact");
+	/* The guest resets the connection. */
+	vfe_guest_send_ctl(&g, gc, VIRTIO_VSOCK_OP_RST, 0);
+	tap_ok(WAIT(vsock_native_state(h) == VSOCK_NATIVE_RESET, WAIT_MS),
+	       "guest RST: state RESET");
+	tap_ok(native_send(h, 0, 10) == -ECONNRESET &&
+	       vsock_native_recv_burst(h, (struct rte_mbuf *[1]){ NULL }, 1) == -ECONNRESET,
+	       "send and recv after the reset: -ECONNRESET");
+	tap_ok(vsock_native_close(h) == 0, "close of a reset connection");
+	vfe_guest_release(&g, gc);
+
+	/* Nobody listens on 6001: the guest refuses. */
+	h = vsock_native_connect(CID, 6001, VSOCK_NATIVE_STREAM);
+	st = 0;
+	tap_ok(h >= 0 && WAIT((st = vsock_native_state(h)) == VSOCK_NATIVE_RESET, WAIT_MS),
+	       "connect to a port nobody listens on: RESET (%d)", st);
+	vsock_native_close(h);
+	tap_ok(vsock_native_connect(CID, 1, 7) == -EINVAL &&
+	       vsock_native_connect(99, 1, VSOCK_NATIVE_STREAM) == -ENOENT,
+	       "connect with a bad type: -EINVAL; to no such VM: -ENOENT");
+}
+
+/* The guest gives no credit: sends come back short, then flow again once it reads. */
+static void test_credit(void)
+{
+	static uint8_t got[1 << 20];
+	struct vfe_guest_conn *gc = NULL;
+	size_t sent = 0, rcvd = 0, total = sizeof(got);
+	bool short_send = false;
+	long n;
+	int h;
+
+	h = vsock_native_connect(CID, 6000, VSOCK_NATIVE_STREAM);
+	WAIT((gc = vfe_guest_accept(&g)) != NULL, WAIT_MS);
+	WAIT(vsock_native_state(h) == VSOCK_NATIVE_ESTABLISHED, WAIT_MS);
+	tap_ok(h >= 0 && gc, "connected for the credit test");
+	if (!gc)
+		return;
+	/* The guest reads nothing: its 256 KiB window fills, then the ring, then sends stop. */
+	WAIT(((n = native_send(h, sent, total - sent)) > 0 ? sent += (size_t)n : 0,
+	      short_send = n == 0), 10000);
+	tap_ok(short_send && sent < total,
+	       "no credit: send_burst takes nothing after %zu bytes (backpressure)", sent);
+	tap_ok(vfe_guest_credit(gc) > 0 || vfe_guest_rx_avail(gc) > 0,
+	       "meanwhile the guest holds %u unread bytes", vfe_guest_rx_avail(gc));
+	/* The guest reads: credit updates let everything through, intact. */
+	WAIT(((sent < total && (n = native_send(h, sent, total - sent)) > 0) ?
+	      sent += (size_t)n : 0,
+	      rcvd += vfe_guest_recv(&g, gc, got + rcvd, total - rcvd), rcvd >= total), 30000);
+	tap_ok(rcvd == total && memcmp(got, pat, total) == 0,
+	       "the guest reads: all 1 MiB arrives, intact (%zu)", rcvd);
+
+	/* The other way: the host reads nothing, so the guest runs out of credit. */
+	sent = rcvd = 0;
+	WAIT((n = vfe_guest_send(&g, gc, pat + sent, RTE_MIN((size_t)65536, total - sent)),
+	      sent += (size_t)RTE_MAX(n, 0L), vfe_guest_credit(gc) == 0 && sent < total), 10000);
+	tap_ok(vfe_guest_credit(gc) == 0 && sent < total,
+	       "the host reads nothing: the guest's credit runs out after %zu bytes", sent);
+	WAIT(((n = vfe_guest_send(&g, gc, pat + sent, RTE_MIN((size_t)65536, total - sent))) >
+	      0 ? sent += (size_t)n : 0, native_recv(h, got, &rcvd, total, NULL),
+	      rcvd >= total), 30000);
+	tap_ok(rcvd == total && memcmp(got, pat, total) == 0,
+	       "the host reads: credit comes back, all 1 MiB arrives, intact (%zu)", rcvd);
+	vsock_native_close(h);
+	WAIT(gc->state == VFE_GC_CLOSED || (gc->peer_shut == 3 && (vfe_guest_send_ctl(&g, gc,
+		VIRTIO_VSOCK_OP_RST, 0), true)), WAIT_MS);
+	vfe_guest_release(&g, gc);
+}
+
+static void test_seqpacket(void)
+{
+	static uint8_t got[20000];
+	struct vfe_guest_conn *gc;
+	struct rte_mbuf *m[4];
+	size_t rcvd = 0;
+	unsigned int msgs = 0, i;
+	uint32_t flags;
+	long len;
+	int l, h = -1;
+
+	l = vsock_native_listen(CID, 5001);
+	gc = vfe_guest_connect(&g, 5001, VIRTIO_VSOCK_TYPE_SEQPACKET);
+	WAIT((h = vsock_native_accept(l)) >= 0, WAIT_MS);
+	tap_ok(gc && h >= 0 && WAIT(gc->state == VFE_GC_ESTABLISHED, WAIT_MS),
+	       "seqpacket connection accepted");
+	if (!gc || h < 0)
+		return;
+	/* Three messages guest -> host: one mbuf chain each. */
+	vfe_guest_send_msg(&g, gc, pat, 100);
+	vfe_guest_send_msg(&g, gc, pat + 100, 9000);
+	vfe_guest_send_msg(&g, gc, pat + 9100, 1);
+	WAIT((native_recv(h, got, &rcvd, sizeof(got), &msgs), msgs >= 3), WAIT_MS);
+	tap_ok(msgs == 3 && rcvd == 9101 && memcmp(got, pat, rcvd) == 0,
+	       "3 messages guest -> host, as 3 mbuf chains, intact (%u, %zu bytes)", msgs, rcvd);
+	/* Two messages host -> guest, the second a 3-segment chain. */
+	for (i = 0; i < 4; i++) {
+		m[i] = rte_pktmbuf_alloc(mp);
+		memcpy(rte_pktmbuf_append(m[i], 500), pat + 500 * i, 500);
+	}
+	rte_pktmbuf_chain(m[1], m[2]);
+	rte_pktmbuf_chain(m[1], m[3]);
+	tap_ok(vsock_native_send_burst(h, m, 2) == 2, "send 2 messages (500 and 1500 bytes)");
+	rcvd = 0;
+	tap_ok(WAIT((len = vfe_guest_next_msg(gc, &flags)) >= 0, WAIT_MS) && len == 500 &&
+	       vfe_guest_recv(&g, gc, got, sizeof(got)) == 500, "the guest reads a 500-byte "
+	       "message");
+	tap_ok(WAIT((len = vfe_guest_next_msg(gc, &flags)) >= 0, WAIT_MS) && len == 1500 &&
+	       vfe_guest_recv(&g, gc, got + 500, sizeof(got)) == 1500 &&
+	       memcmp(got, pat, 2000) == 0, "then a 1500-byte one, intact");
+	vsock_native_close(h);
+	vsock_native_listen_close(l);
+	WAIT(gc->peer_shut == 3, WAIT_MS);
+	vfe_guest_send_ctl(&g, gc, VIRTIO_VSOCK_OP_RST, 0);
+	vfe_guest_release(&g, gc);
+}
+
+/* 100 guest connects queued at once, accepted, each with its own bytes. */
+static void test_many(void)
+{
+	enum { N = 100 };
+	struct vfe_guest_conn *gc[N];
+	int h[N], l = vsock_native_listen(CID, 5002);
+	unsigned int i, j, accepted = 0, good = 0;
+
+	for (i = 0; i < N; i++)
+		gc[i] = vfe_guest_connect(&g, 5002, VIRTIO_VSOCK_TYPE_STREAM);
+	WAIT(({ int a = vsock_native_accept(l);
+
+		if (a >= 0)
+			h[accepted++] = a;
+		accepted == N; }), WAIT_MS);
+	tap_ok(accepted == N, "%u of %d guest connects queued and accepted", accepted, N);
+	/* Handles come in arrival order: pair them with the guest's side by port. */
+	for (i = 0; i < accepted; i++) {
+		struct vsock_native_info info = { 0 };
+
+		vsock_native_info(h[i], &info);
+		for (j = 0; j < N; j++) {
+			if (gc[j] && gc[j]->local_port == info.guest_port) {
+				WAIT(gc[j]->state == VFE_GC_ESTABLISHED, WAIT_MS);
+				vfe_guest_send(&g, gc[j], pat + j, 100 + j);
+				break;
+			}
+		}
+		if (j == N)
+			h[i] = -1;
+	}
+	for (i = 0; i < accepted; i++) {
+		struct vsock_native_info info = { 0 };
+		uint8_t got[256];
+		size_t rcvd = 0;
+
+		vsock_native_info(h[i], &info);
+		for (j = 0; j < N && (!gc[j] || gc[j]->local_port != info.guest_port); j++)
+			;
+		WAIT((native_recv(h[i], got, &rcvd, sizeof(got), NULL), rcvd >= 100 + j),
+		     WAIT_MS);
+		good += j < N && rcvd == 100 + j && memcmp(got, pat + j, rcvd) == 0;
+	}
+	tap_ok(good == N, "%u of %d connections each deliver their own bytes", good, N);
+	for (i = 0; i < accepted; i++)
+		vsock_native_close(h[i]);
+	vsock_native_listen_close(l);
+	WAIT(({ unsigned int k, closed = 0;
+
+		for (k = 0; k < N; k++) {
+			if (gc[k] && gc[k]->peer_shut == 3 && gc[k]->state != VFE_GC_CLOSED)
+				vfe_guest_send_ctl(&g, gc[k], VIRTIO_VSOCK_OP_RST, 0);
+			closed += !gc[k] || gc[k]->state == VFE_GC_CLOSED;
+		}
+		closed == N; }), WAIT_MS);
+	for (i = 0; i < N; i++) {
+		if (gc[i])
+			vfe_guest_release(&g, gc[i]);
+	}
+}
+
+static void test_misuse(void)
+{
+	struct rte_mbuf *m[1] = { NULL };
+	int l;
+
+	tap_ok(vsock_native_state(-1) == -EBADF && vsock_native_state(123456789) == -EBADF &&
+	       vsock_native_close(0x7fff0000) == -EBADF, "handles never issued: -EBADF");
+	tap_ok(vsock_native_send_burst(0x10000, NULL, 1) <= 0 &&
+	       vsock_native_recv_burst(-5, m, 1) == -EBADF, "send/recv on bad handles fail");
+	tap_ok(vsock_native_listen_close(-1) == -EBADF && vsock_native_accept(999) == -EBADF,
+	       "bad listener handles: -EBADF");
+	l = vsock_native_listen(CID, 5009);
+	tap_ok(vsock_native_shutdown(l, 3) == -EBADF,
+	       "a listener handle is not a connection: -EBADF");
+	vsock_native_listen_close(l);
+}
+
+static void test_guest_gone(void)
+{
+	struct vfe_guest_conn *gc;
+	int h;
+
+	vfe_guest_listen(&g, 6002, true);
+	h = vsock_native_connect(CID, 6002, VSOCK_NATIVE_STREAM);
+	tap_ok(WAIT((gc = vfe_guest_accept(&g)) != NULL, WAIT_MS) &&
+	       WAIT(vsock_native_state(h) == VSOCK_NATIVE_ESTABLISHED, WAIT_MS),
+	       "connected before the guest goes away");
+	detach();
+	tap_ok(WAIT(vsock_native_state(h) == VSOCK_NATIVE_RESET, WAIT_MS),
+	       "the guest goes away: state RESET");
+	tap_ok(vsock_native_close(h) == 0, "close after the guest went away");
+	tap_ok(vsock_native_connect(CID, 6002, VSOCK_NATIVE_STREAM) == -ECONNREFUSED,
+	       "connect with no guest attached: -ECONNREFUSED");
+}
+
+int main(int argc, char **argv)
+{
+	char *eal[] = { argv[0], "--no-huge", "-m", "512", "--no-pci", "--no-shconf", "-l",
+			"0-1", "--log-level=lib.eal:error", "--log-level=lib.vhost.*:error",
+			"--log-level=vsock:warning" };
+	struct vsock_pmd_conf conf;
+	unsigned int i;
+
+	(void)argc;
+	test_misuse_unstarted();
+	if (rte_eal_init(RTE_DIM(eal), eal) < 0) {
+		tap_ok(0, "rte_eal_init");
+		return tap_done();
+	}
+	test_misuse_unstarted();
+	for (i = 0; i < sizeof(pat); i++)
+		pat[i] = (uint8_t)(i * 131 + (i >> 9));
+	snprintf(dir, sizeof(dir), "/tmp/vsock-native-XXXXXX");
+	mp = rte_pktmbuf_pool_create("native_test", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+				     (int)rte_socket_id());
+	vsock_pmd_conf_init(&conf);
+	conf.nb_vms = 1;
+	conf.vms[0].cid = CID;
+	if (!mkdtemp(dir) || !mp) {
+		tap_ok(0, "run directory and mempool");
+		return tap_done();
+	}
+	snprintf(conf.vms[0].socket_path, sizeof(conf.vms[0].socket_path), "%s/vm3.sock", dir);
+	snprintf(conf.vms[0].uds_path, sizeof(conf.vms[0].uds_path), "%s/vm3.vsock", dir);
+	if (!tap_ok(vsock_pmd_start(&conf) == 0, "accelerator started in this process") ||
+	    !tap_ok(attach(0) == 0, "frontend and guest driver attached to VM 3")) {
+		vsock_pmd_stop();
+		return tap_done();
+	}
+	test_accept();
+	test_connect();
+	test_credit();
+	test_seqpacket();
+	test_many();
+	test_misuse();
+	tap_ok(g.errors == 0, "every packet the guest got follows the protocol (%lu: %s)",
+	       (unsigned long)g.errors, g.err);
+	test_guest_gone();
+	vsock_pmd_stop();
+	test_misuse_unstarted();
+	tap_ok(rte_mempool_avail_count(mp) == 4095, "every mbuf the test sent came back (%u)",
+	       rte_mempool_avail_count(mp));
+	rmdir(dir);
+	return tap_done();
+}
