@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The benchmark in one command (doc/performance.md): build, run every comparison, write the
+# JSON and text tables to build/bench/, the callgrind figures, and the plots.
+#
+#   scripts/bench.sh            full run (about 25 minutes on 2 cores)
+#   scripts/bench.sh --quick    one repetition, short cases (about 4 minutes)
+#
+# Environment: BUILD (default build), OUT (default $BUILD/bench), REPS, TIME (seconds per case),
+# PARTS (default "payload wait burst conns callgrind": the comparisons to run).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+OUT=${OUT:-$BUILD/bench}
+REPS=${REPS:-5}
+TIME=${TIME:-1}
+PARTS=${PARTS:-payload wait burst conns callgrind}
+CG=1
+if [[ ${1:-} == --quick ]]; then
+	REPS=1
+	TIME=0.3
+fi
+[[ ${1:-} == --no-callgrind || ${2:-} == --no-callgrind ]] && CG=0
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+
+[[ -f $BUILD/build.ninja ]] || meson setup "$BUILD" "$ROOT" >/dev/null
+ninja -C "$BUILD" app/dpdk-vsock-app/dpdk-vsock-app tests/bench/vsock-perf >/dev/null
+APP=$BUILD/app/dpdk-vsock-app/dpdk-vsock-app
+PERF=$BUILD/tests/bench/vsock-perf
+export VSOCK_APP=$APP
+mkdir -p "$OUT"
+SYS=()
+if command -v perf >/dev/null && perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1; then
+	SYS=(--syscalls)
+fi
+
+run() {
+	local name=$1
+	shift
+	log "$name: vsock-perf $*"
+	# A failed case is in the table and the JSON; the other comparisons still run.
+	"$PERF" --reps "$REPS" --time "$TIME" --json "$OUT/$name.json" "$@" | tee "$OUT/$name.txt" ||
+		log "$name: some cases FAILED (see $OUT/$name.txt)"
+}
+
+# Every payload, every direction; shadow used ring against per-entry publication, A B A B.
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+want payload && run payload --refs "${SYS[@]}" --variants batch,per-entry
+# Polling against sleeping on the kick eventfd (the kernel's and rust-vmm's model).
+want wait && run wait --variants poll,notify --payloads 64,4096,65536
+# Burst sizes, small packets, where the burst decides the cost per packet.
+want burst && run burst --modes g2h,h2g,rr --payloads 64 --bursts 1,4,16,32,64,128,256
+# Connections: 1 to 1023 (the table's limit), round-robin over all of them.
+want conns && run conns --modes g2h,h2g,rr --payloads 4096 --conns 1,16,256,1023
+
+# Instructions per packet in the backend's steady state: vsock_dev_poll and everything under
+# it, counted by callgrind (stable on a noisy machine, unlike cycles).
+if ((CG)) && want callgrind && command -v valgrind >/dev/null; then
+	mkdir -p "$OUT/callgrind"
+	rm -f "$OUT"/callgrind/callgrind.out.*
+	cat >"$OUT/callgrind/app.sh" <<-EOF
+		#!/bin/sh
+		exec valgrind --tool=callgrind --callgrind-out-file=$OUT/callgrind/callgrind.out.%p \
+			--toggle-collect=vsock_dev_poll "$APP" "\$@"
+	EOF
+	chmod +x "$OUT/callgrind/app.sh"
+	log "callgrind: 64 B and 4 KiB, each direction"
+	VSOCK_APP=$OUT/callgrind/app.sh VSOCK_PERF_CG_DIR=$OUT/callgrind \
+		"$PERF" --callgrind --reps 1 --time 2 --modes g2h,h2g --payloads 64,4096 \
+		--json "$OUT/callgrind.json" | tee "$OUT/callgrind.txt" ||
+		log "callgrind: some cases FAILED"
+fi
+
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+	/usr/bin/python3 "$ROOT/scripts/plot_bench.py" "$OUT"
+else
+	log "python3-matplotlib missing (scripts/setup.sh installs it): no plots"
+fi
+log "results in $OUT"

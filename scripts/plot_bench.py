@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Plots of a scripts/bench.sh run, from its JSON (vsock-perf --json), into the same directory.
+
+    plot_bench.py DIR      reads DIR/{payload,wait,burst,conns}.json, writes DIR/*.png
+
+Every point is the median over the repetitions of one (variant, case); failed cases are left
+out. Needs Debian's python3-matplotlib.
+"""
+import json
+import os
+import statistics
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(path):
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def medians(doc, key, **match):
+    """{(variant, payload, burst, conns, direction): median of key} over ok cases."""
+    groups = {}
+    for c in doc["cases"]:
+        if not c["ok"] or c.get(key) is None:
+            continue
+        if any(c[k] != v for k, v in match.items()):
+            continue
+        k = (c["variant"], c["payload"], c["burst"], c["conns"], c["direction"])
+        groups.setdefault(k, []).append(c[key])
+    return {k: statistics.median(v) for k, v in groups.items()}
+
+
+def throughput(doc, out):
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, d in zip(axes, ("g2h", "h2g")):
+        m = medians(doc, "gbps", direction=d)
+        for v in doc["config"]["variants"]:
+            pts = sorted((k[1], g) for k, g in m.items() if k[0] == v)
+            if pts:
+                ax.plot([p for p, _ in pts], [g for _, g in pts], "o-", label=v)
+        refs = doc.get("refs", {}).get("by_payload", [])
+        if refs:
+            ax.plot([r["payload"] for r in refs], [r["unix_gbps"] for r in refs], "k--",
+                    label="raw Unix stream")
+        ax.set_xscale("log", base=2)
+        ax.set_title({"g2h": "guest -> host", "h2g": "host -> guest"}[d])
+        ax.set_xlabel("payload (bytes)")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("Gbit/s (median)")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(out)
+
+
+def rtt(doc, out):
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    labels, data = [], []
+    for v in doc["config"]["variants"]:
+        for c in sorted({c["payload"] for c in doc["cases"] if c["direction"] == "rr"}):
+            sel = [x for x in doc["cases"]
+                   if x["ok"] and x["direction"] == "rr" and x["variant"] == v and x["payload"] == c]
+            if not sel:
+                continue
+            med = lambda k: statistics.median(x[k] for x in sel)  # noqa: E731
+            labels.append(f"{v}\n{c} B")
+            data.append((med("rtt_p50_us"), med("rtt_p99_us"), med("rtt_p999_us")))
+    xs = range(len(labels))
+    for i, (name, mark) in enumerate((("p50", "o"), ("p99", "s"), ("p99.9", "^"))):
+        ax.plot(xs, [d[i] for d in data], mark, label=name)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("round trip (us), median over repetitions")
+    ax.set_title("ping-pong host -> guest -> host")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out)
+
+
+def burst(doc, out):
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for d in ("g2h", "h2g"):
+        m = medians(doc, "mpps", direction=d)
+        pts = sorted((k[2], g) for k, g in m.items())
+        if pts:
+            ax.plot([p for p, _ in pts], [g for _, g in pts], "o-", label=f"{d} Mpps")
+    ax2 = ax.twinx()
+    for d in ("g2h", "h2g"):
+        m = medians(doc, "cycles_per_packet", direction=d)
+        pts = sorted((k[2], g) for k, g in m.items())
+        if pts:
+            ax2.plot([p for p, _ in pts], [g for _, g in pts], "x:", label=f"{d} cycles/packet")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("burst (packets per queue per poll), 64 B payload")
+    ax.set_ylabel("Mpps (median)")
+    ax2.set_ylabel("backend cycles per packet")
+    ax.grid(True, alpha=0.3)
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out)
+
+
+def main():
+    d = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
+    made = []
+    for name, fn in (("payload", throughput), ("wait", rtt), ("burst", burst)):
+        doc = load(os.path.join(d, name + ".json"))
+        if doc is None:
+            continue
+        out = os.path.join(d, {"payload": "throughput.png", "wait": "rtt.png",
+                               "burst": "burst.png"}[name])
+        fn(doc, out)
+        made.append(out)
+    doc = load(os.path.join(d, "payload.json"))
+    if doc is not None and any(c["direction"] == "rr" for c in doc["cases"]):
+        out = os.path.join(d, "rtt-payload.png")
+        rtt(doc, out)
+        made.append(out)
+    print("plots: " + (", ".join(made) if made else "none (no JSON found)"))
+
+
+if __name__ == "__main__":
+    main()
