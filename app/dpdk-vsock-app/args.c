@@ -230,6 +230,47 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* Apply one option that takes a value, from the command line or a config file. */
+static int apply_value(int opt, const char *val, struct app_opts *opts, char *err,
+		       size_t err_len)
+{
+	switch (opt) {
+	case OPT_VM:
+		return app_vm_add(val, opts, err, err_len);
+	case OPT_CONFIG:
+		return app_config_load(val, opts, err, err_len);
+	case OPT_BURST:
+		return app_burst_parse(val, &opts->pmd.burst, err, err_len);
+	case OPT_MBUFS:
+		return app_mbufs_parse(val, &opts->pmd.mbufs_per_vm, err, err_len);
+	case OPT_STATS_PERIOD:
+		return app_stats_period_parse(val, &opts->stats_period, err, err_len);
+	case OPT_USED_PUBLISH:
+		return app_used_publish_parse(val, &opts->pmd.used_per_entry, err, err_len);
+	case OPT_WAIT_MODE:
+		return app_wait_mode_parse(val, &opts->pmd.wait_mode, err, err_len);
+	default:
+		return fail(err, err_len, "option %d takes no value", opt);
+	}
+}
+
+int app_opt_set(const char *name, const char *val, struct app_opts *opts, char *err,
+		size_t err_len)
+{
+	const struct option *o;
+
+	for (o = long_opts; o->name; o++) {
+		if (strcmp(o->name, name) != 0)
+			continue;
+		/* A file names what to serve; how to run the console stays on the command line. */
+		if (o->has_arg != required_argument || o->val == OPT_CONFIG)
+			return fail(err, err_len, "'%s' cannot be used in a config file", name);
+		return apply_value(o->val, val, opts, err, err_len);
+	}
+	return fail(err, err_len, "unknown key '%s' (expected vm, burst, mbufs, stats-period, "
+		    "used-publish, wait-mode)", name);
+}
+
 int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size_t err_len)
 {
 	int opt;
@@ -239,35 +280,6 @@ int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:hi", long_opts, NULL)) != -1) {
 		switch (opt) {
-		case OPT_VM:
-			if (app_vm_add(optarg, opts, err, err_len) < 0)
-				return -1;
-			break;
-		case OPT_CONFIG:
-			if (app_config_load(optarg, opts, err, err_len) < 0)
-				return -1;
-			break;
-		case OPT_BURST:
-			if (app_burst_parse(optarg, &opts->pmd.burst, err, err_len) < 0)
-				return -1;
-			break;
-		case OPT_MBUFS:
-			if (app_mbufs_parse(optarg, &opts->pmd.mbufs_per_vm, err, err_len) < 0)
-				return -1;
-			break;
-		case OPT_STATS_PERIOD:
-			if (app_stats_period_parse(optarg, &opts->stats_period, err, err_len) < 0)
-				return -1;
-			break;
-		case OPT_USED_PUBLISH:
-			if (app_used_publish_parse(optarg, &opts->pmd.used_per_entry, err,
-						   err_len) < 0)
-				return -1;
-			break;
-		case OPT_WAIT_MODE:
-			if (app_wait_mode_parse(optarg, &opts->pmd.wait_mode, err, err_len) < 0)
-				return -1;
-			break;
 		case 'i':
 			opts->interactive = true;
 			break;
@@ -276,8 +288,12 @@ int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size
 			break;
 		case ':':
 			return fail(err, err_len, "option '%s' needs a value", argv[optind - 1]);
-		default:
+		case '?':
 			return fail(err, err_len, "unknown option '%s'", argv[optind - 1]);
+		default:
+			if (apply_value(opt, optarg, opts, err, err_len) < 0)
+				return -1;
+			break;
 		}
 	}
 	if (optind < argc)

@@ -55,6 +55,13 @@ int app_wait_mode_parse(const char *s, enum vsock_pmd_wait_mode *mode, char *err
 int app_stats_period_parse(const char *s, unsigned int *period, char *err, size_t err_len);
 
 /**
+ * Apply the long option @p name (without "--") with value @p val, as a config
+ * file line does; options without a value and --config are refused there.
+ */
+int app_opt_set(const char *name, const char *val, struct app_opts *opts, char *err,
+		size_t err_len);
+
+/**
  * Read a configuration file: one long option per line without the leading
  * "--" ("vm cid=3,socket=...", "burst 32"); '#' starts a comment.
  */

@@ -36,16 +36,7 @@ static int config_line(char *line, struct app_opts *opts, char *err, size_t err_
 		snprintf(err, err_len, "'%s' needs a value", key);
 		return -1;
 	}
-	if (strcmp(key, "vm") == 0)
-		return app_vm_add(val, opts, err, err_len);
-	if (strcmp(key, "burst") == 0)
-		return app_burst_parse(val, &opts->pmd.burst, err, err_len);
-	if (strcmp(key, "stats-period") == 0)
-		return app_stats_period_parse(val, &opts->stats_period, err, err_len);
-	if (strcmp(key, "mbufs") == 0)
-		return app_mbufs_parse(val, &opts->pmd.mbufs_per_vm, err, err_len);
-	snprintf(err, err_len, "unknown key '%s' (expected vm, burst, mbufs, stats-period)", key);
-	return -1;
+	return app_opt_set(key, val, opts, err, err_len);
 }
 
 int app_config_load(const char *path, struct app_opts *opts, char *err, size_t err_len)

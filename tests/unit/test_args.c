@@ -133,6 +133,43 @@ static void test_bad_args(void)
 	bad(b, "unexpected argument 'stray'");
 }
 
+/* Placement, groups and the tuning options added for many VMs, faults and the benchmark. */
+static void test_more_options(void)
+{
+	struct app_opts opts;
+	char a[256], cmd[512];
+
+	vm_arg(a, sizeof(a), 3, ",lcore=1,group=red,group=blue,group=red");
+	tap_ok(run(&opts, a) == 0 && opts.pmd.vms[0].pinned && opts.pmd.vms[0].lcore == 1 &&
+	       opts.pmd.vms[0].nb_groups == 2 && strcmp(opts.pmd.vms[0].groups[0], "red") == 0 &&
+	       strcmp(opts.pmd.vms[0].groups[1], "blue") == 0,
+	       "lcore=1 pins, groups kept once each in order: %s", err);
+	vm_arg(a, sizeof(a), 3, "");
+	tap_ok(run(&opts, a) == 0 && !opts.pmd.vms[0].pinned && opts.pmd.vms[0].nb_groups == 0,
+	       "no lcore= means balanced, no group= means no sibling");
+	vm_arg(a, sizeof(a), 3, ",lcore=x");
+	bad(a, "lcore 'x' is not a number");
+	vm_arg(a, sizeof(a), 3, ",group=");
+	bad(a, "group name '' must have 1 to");
+	vm_arg(a, sizeof(a), 3, ",group=a/b");
+	bad(a, "group name 'a/b' may only hold");
+
+	vm_arg(a, sizeof(a), 3, "");
+	snprintf(cmd, sizeof(cmd), "%s --mbufs 1024 --used-publish per-entry --wait-mode notify "
+		 "--stats-period 5", a);
+	tap_ok(run(&opts, cmd) == 0 && opts.pmd.mbufs_per_vm == 1024 && opts.pmd.used_per_entry &&
+	       opts.pmd.wait_mode == VSOCK_PMD_WAIT_NOTIFY && opts.stats_period == 5,
+	       "--mbufs, --used-publish, --wait-mode, --stats-period parsed: %s", err);
+	snprintf(cmd, sizeof(cmd), "%s --mbufs 1", a);
+	bad(cmd, "mbufs per VM '1' is not a number in");
+	snprintf(cmd, sizeof(cmd), "%s --used-publish sometimes", a);
+	bad(cmd, "used publication 'sometimes'");
+	snprintf(cmd, sizeof(cmd), "%s --wait-mode nap", a);
+	bad(cmd, "wait mode 'nap'");
+	snprintf(cmd, sizeof(cmd), "%s --stats-period 0", a);
+	bad(cmd, "statistics period '0'");
+}
+
 static void test_paths(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -215,6 +252,23 @@ static void test_config(void)
 
 	snprintf(cmd, sizeof(cmd), "--config %s/missing.conf", dir);
 	bad(cmd, "cannot read config file");
+
+	/* Every long option with a value is a config key; the console and nesting stay out. */
+	snprintf(path, sizeof(path), "%s/tune.conf", dir);
+	snprintf(text, sizeof(text), "vm cid=3,socket=%s/t.sock,uds=%s/t.vsock\n"
+		 "mbufs 2048\nused-publish per-entry\nwait-mode notify\nstats-period 3\n",
+		 dir, dir);
+	write_file(path, text);
+	snprintf(cmd, sizeof(cmd), "--config %s", path);
+	tap_ok(run(&opts, cmd) == 0 && opts.pmd.mbufs_per_vm == 2048 && opts.pmd.used_per_entry &&
+	       opts.pmd.wait_mode == VSOCK_PMD_WAIT_NOTIFY && opts.stats_period == 3,
+	       "tuning keys read from a config file: %s", err);
+	snprintf(path, sizeof(path), "%s/bad.conf", dir);
+	write_file(path, "interactive yes\n");
+	snprintf(cmd, sizeof(cmd), "--config %s", path);
+	bad(cmd, "bad.conf:1: 'interactive' cannot be used in a config file");
+	write_file(path, "config /etc/other.conf\n");
+	bad(cmd, "bad.conf:1: 'config' cannot be used in a config file");
 }
 
 int main(void)
@@ -229,6 +283,7 @@ int main(void)
 	}
 	test_good();
 	test_bad_args();
+	test_more_options();
 	test_paths();
 	test_config();
 	rc = tap_done();
