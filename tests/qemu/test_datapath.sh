@@ -25,6 +25,7 @@
 # the per-program variables (pid_NAME, rc_NAME, ...) are set through eval
 # shellcheck disable=SC2154
 set -u
+. "$(dirname "$0")/lib.sh"
 
 cid=3
 big=67108864			# 64 MiB each way
@@ -36,84 +37,11 @@ REBOOT_CLOSE_S=10
 host_timeout=150		# every host program gives up on its own
 qemu_timeout=240
 
-n=0
-failed=0
-
-ok() {	# STATUS NAME...: one TAP line, STATUS 0 meaning pass
-	st=$1
-	shift
-	n=$((n + 1))
-	if [ "$st" -eq 0 ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $*"
-		failed=$((failed + 1))
-	fi
-}
-
-diag_file() {	# TITLE FILE
-	echo "# --- $1 ---"
-	sed 's/^/#   /' "$2" 2>/dev/null | tail -n 60
-}
-
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
-# kill -0 would also succeed on a child that exited but is not reaped yet
-alive() {
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-	[ -n "$st" ] && [ "$st" != Z ]
-}
-
-if ! command -v qemu-system-x86_64 >/dev/null; then
-	echo "1..0 # SKIP qemu-system-x86_64 not installed"
-	exit 0
-fi
-for v in VSOCK_APP GUEST_DIR RUN_GUEST UDS_IO; do
-	eval "[ -n \"\${$v:-}\" ]" || { echo "Bail out! $v not set"; exit 1; }
-done
-
-work=$(mktemp -d /tmp/vsock-datapath-XXXXXX)
+qemu_test_init datapath VSOCK_APP GUEST_DIR RUN_GUEST UDS_IO
 sock=$work/vm$cid.sock
 uds=$work/vm$cid.vsock
-app=
-qemu=
-hosts=			# names of the host programs started so far
-cleanup() {
-	for h in $hosts; do
-		eval "p=\$pid_$h"
-		kill -KILL "$p" 2>/dev/null
-	done
-	[ -n "$qemu" ] && kill -TERM "$qemu" 2>/dev/null
-	[ -n "$app" ] && kill -KILL "$app" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-"$VSOCK_APP" --no-huge -m 512 --no-pci --no-shconf -l 0-1 --log-level=lib.eal:error \
-	-- --vm "cid=$cid,socket=$sock,uds=$uds" >"$work/app.log" 2>&1 &
-app=$!
-i=0
-while [ ! -S "$sock" ] && [ $i -lt 200 ] && alive "$app"; do
-	sleep 0.1
-	i=$((i + 1))
-done
-[ -S "$sock" ]
-ok $? "app creates its vhost-user socket"
-if [ ! -S "$sock" ]; then
-	diag_file "app log" "$work/app.log"
-	echo "Bail out! the app did not start"
-	exit 1
-fi
-
-# host NAME ARGS...: start uds-io in the background, output in $work/NAME.*
-host() {
-	name=$1
-	shift
-	"$UDS_IO" --timeout $host_timeout "$@" >"$work/$name.out" 2>"$work/$name.err" &
-	eval "pid_$name=$! start_$name=$(now_ms) end_$name="
-	hosts="$hosts $name"
-}
+start_app -l 0-1 -- --vm "cid=$cid,socket=$sock,uds=$uds"
+wait_sockets "app creates its vhost-user socket" "$sock"
 
 # The listeners exist before the guest connects; uds-io removes each one
 # once it accepted, so a second connect to the same port gets RST.
@@ -209,12 +137,6 @@ awk '/^LISTENING [0-9]+$/ { lport = $2; cur = $2 }
 
 guest_line() {	# PORT KIND: the guest's line of that kind for PORT, without the port
 	sed -n "s/^$1 $2 /$2 /p" "$work/guest.res" | head -n 1
-}
-host_line() {	# NAME KIND
-	grep "^$2 " "$work/$1.out" | head -n 1
-}
-field() {	# LINE N: the Nth word
-	echo "$1" | cut -d' ' -f"$2"
 }
 
 # check_pair NAME PORT SENDER BYTES: SENDER (guest|host) sent BYTES on PORT
@@ -313,22 +235,7 @@ ok $? "app still running after the reboot"
 check_pair "5010 after reboot, guest->host" 5010 guest $after_bytes
 check_pair "5011 after reboot, host CONNECT, host->guest" 5011 host $after_bytes
 
-kill -TERM "$app"
-i=0
-while alive "$app" && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-if alive "$app"; then
-	ok 1 "app exits on SIGTERM within 10 s"
-	kill -KILL "$app"
-	wait "$app"
-else
-	wait "$app"
-	st=$?
-	ok $st "app exits with status 0 on SIGTERM (got $st)"
-fi
-app=
+stop_app
 left=$(ls -d "$sock" "$uds" 2>/dev/null)
 [ -z "$left" ]
 ok $? "app removed its sockets${left:+ (left: $left)}"
@@ -338,5 +245,4 @@ if [ $failed -ne 0 ]; then
 	diag_file "app log" "$work/app.log"
 fi
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_done

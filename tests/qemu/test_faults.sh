@@ -16,6 +16,7 @@
 # Environment (tests/qemu/meson.build): VSOCK_APP, GUEST_DIR, RUN_GUEST, UDS_IO.
 # shellcheck disable=SC2154
 set -u
+. "$(dirname "$0")/lib.sh"
 
 cid=3
 endless=4000000000
@@ -24,56 +25,13 @@ KILL_AFTER_S=5
 CLOSE_S=10
 host_timeout=150
 qemu_timeout=200
+diag_lines=40			# a failure shows eleven files
 
-n=0
-failed=0
-ok() {
-	st=$1
-	shift
-	n=$((n + 1))
-	if [ "$st" -eq 0 ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $*"
-		failed=$((failed + 1))
-	fi
-}
-diag_file() {
-	echo "# --- $1 ---"
-	sed 's/^/#   /' "$2" 2>/dev/null | tail -n 40
-}
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-alive() {
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-	[ -n "$st" ] && [ "$st" != Z ]
-}
-
-if ! command -v qemu-system-x86_64 >/dev/null; then
-	echo "1..0 # SKIP qemu-system-x86_64 not installed"
-	exit 0
-fi
-for v in VSOCK_APP GUEST_DIR RUN_GUEST UDS_IO; do
-	eval "[ -n \"\${$v:-}\" ]" || { echo "Bail out! $v not set"; exit 1; }
-done
-
-work=$(mktemp -d /tmp/vsock-faults-XXXXXX)
+qemu_test_init faults VSOCK_APP GUEST_DIR RUN_GUEST UDS_IO
 sock=$work/vm$cid.sock
 uds=$work/vm$cid.vsock
 prefix=vsock-faults-$$
-app=
-qemu=
-hosts=
-cleanup() {
-	for h in $hosts; do
-		eval "p=\$pid_$h"
-		kill -KILL "$p" 2>/dev/null
-	done
-	[ -n "$qemu" ] && kill -TERM "$qemu" 2>/dev/null
-	[ -n "$app" ] && kill -KILL "$app" 2>/dev/null
-	rm -rf "$work" "/var/run/dpdk/$prefix"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+scratch=/var/run/dpdk/$prefix	# the app's telemetry socket lives there
 
 # resources: "mbufs_in_use open_fds conns" from the app's telemetry
 resources() {
@@ -100,34 +58,11 @@ wait_resources() {
 	[ "$res" = "$1" ]
 }
 
-"$VSOCK_APP" --no-huge -m 512 --no-pci --no-shconf -l 0-1 --log-level=lib.eal:error \
-	--file-prefix="$prefix" -- --vm "cid=$cid,socket=$sock,uds=$uds" >"$work/app.log" 2>&1 &
-app=$!
-i=0
-while [ ! -S "$sock" ] && [ $i -lt 200 ] && alive "$app"; do
-	sleep 0.1
-	i=$((i + 1))
-done
-[ -S "$sock" ]
-ok $? "app creates its vhost-user socket"
-if [ ! -S "$sock" ]; then
-	diag_file "app log" "$work/app.log"
-	echo "Bail out! the app did not start"
-	exit 1
-fi
+start_app -l 0-1 --file-prefix="$prefix" -- --vm "cid=$cid,socket=$sock,uds=$uds"
+wait_sockets "app creates its vhost-user socket" "$sock"
 start_res=$(resources)
 [ -n "$start_res" ]
 ok $? "start resources (mbufs in use, fds, conns): $start_res"
-
-host() {	# NAME ARGS...
-	name=$1
-	shift
-	"$UDS_IO" --timeout $host_timeout "$@" >"$work/$name.out" 2>"$work/$name.err" &
-	eval "pid_$name=$! end_$name="
-	hosts="$hosts $name"
-}
-host_line() { grep "^$2 " "$work/$1.out" | head -n 1; }
-field() { echo "$1" | cut -d' ' -f"$2"; }
 
 # --- first QEMU: transfers both ways, then SIGKILL ---
 host h5006 listen "${uds}_5006" recv
@@ -230,21 +165,7 @@ ok $? "5011 new host->guest: $after_bytes bytes, checksums equal ($gr)"
 wait_resources "$start_res" 10
 ok $? "resources back to start after the new QEMU powered off: $res (start $start_res)"
 
-kill -TERM "$app"
-i=0
-while alive "$app" && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-if alive "$app"; then
-	ok 1 "app exits on SIGTERM within 10 s"
-	kill -KILL "$app"
-else
-	wait "$app"
-	st=$?
-	ok $st "app exits with status 0 on SIGTERM (got $st)"
-fi
-app=
+stop_app
 if [ $failed -ne 0 ]; then
 	for f in h5006 h5007 h5010 h5011; do
 		diag_file "$f out" "$work/$f.out"
@@ -255,5 +176,4 @@ if [ $failed -ne 0 ]; then
 	diag_file "console 2" "$work/console2.log"
 	diag_file "app log" "$work/app.log"
 fi
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_done

@@ -10,70 +10,15 @@
 # Environment (from tests/qemu/meson.build): VSOCK_APP, GUEST_DIR (output of
 # scripts/build-guest.sh), RUN_GUEST (scripts/run-guest.sh). Prints TAP.
 set -u
+. "$(dirname "$0")/lib.sh"
 
 cid=5
-n=0
-failed=0
 
-ok() {	# STATUS NAME...: one TAP line, STATUS 0 meaning pass
-	st=$1
-	shift
-	n=$((n + 1))
-	if [ "$st" -eq 0 ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $*"
-		failed=$((failed + 1))
-	fi
-}
-
-diag_file() {	# TITLE FILE
-	echo "# --- $1 ---"
-	sed 's/^/#   /' "$2" 2>/dev/null | tail -n 60
-}
-
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
-# kill -0 would also succeed on a child that exited but is not reaped yet
-alive() {
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-	[ -n "$st" ] && [ "$st" != Z ]
-}
-
-if ! command -v qemu-system-x86_64 >/dev/null; then
-	echo "1..0 # SKIP qemu-system-x86_64 not installed"
-	exit 0
-fi
-for v in VSOCK_APP GUEST_DIR RUN_GUEST; do
-	eval "[ -n \"\${$v:-}\" ]" || { echo "Bail out! $v not set"; exit 1; }
-done
-
-work=$(mktemp -d /tmp/vsock-qemu-XXXXXX)
+qemu_test_init qemu VSOCK_APP GUEST_DIR RUN_GUEST
 sock=$work/vm$cid.sock
 uds=$work/vm$cid.vsock
-app=
-cleanup() {
-	[ -n "$app" ] && kill -KILL "$app" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-"$VSOCK_APP" --no-huge -m 512 --no-pci --no-shconf -l 0-1 --log-level=lib.eal:error \
-	-- --vm "cid=$cid,socket=$sock,uds=$uds" >"$work/app.log" 2>&1 &
-app=$!
-i=0
-while [ ! -S "$sock" ] && [ $i -lt 200 ] && alive "$app"; do
-	sleep 0.1
-	i=$((i + 1))
-done
-[ -S "$sock" ]
-ok $? "app creates its vhost-user socket"
-if [ ! -S "$sock" ]; then
-	diag_file "app log" "$work/app.log"
-	echo "Bail out! the app did not start"
-	exit 1
-fi
+start_app -l 0-1 -- --vm "cid=$cid,socket=$sock,uds=$uds"
+wait_sockets "app creates its vhost-user socket" "$sock"
 
 # boot NAME RUN-GUEST-ARGS...: run the guest, log in $work/NAME.log (console
 # with CRs stripped, QEMU's messages appended), report the time to the first
@@ -94,6 +39,7 @@ boot() {
 	done
 	wait "$qemu"
 	qemu_rc=$?
+	qemu=
 	tr -d '\r' <"$work/$name.raw" >"$work/$name.log"
 	echo "# $name: first guest marker after ${first:-?} ms, QEMU done after" \
 		"$(($(now_ms) - start)) ms"
@@ -136,26 +82,10 @@ check_boot reboot 2
 	[ "$(count GUEST-REBOOT "$work/reboot.log")" -eq 1 ]
 ok $? "reboot: the guest rebooted itself once"
 
-kill -TERM "$app"
-i=0
-while alive "$app" && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-if alive "$app"; then
-	ok 1 "app exits on SIGTERM within 10 s"
-	kill -KILL "$app"
-	wait "$app"
-else
-	wait "$app"
-	st=$?
-	ok $st "app exits with status 0 on SIGTERM (got $st)"
-fi
-app=
+stop_app
 left=$(find "$work" -type s)
 [ -z "$left" ]
 ok $? "app removed its sockets${left:+ (left: $left)}"
 [ $failed -eq 0 ] || diag_file "app log" "$work/app.log"
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_done
