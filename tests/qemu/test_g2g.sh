@@ -17,6 +17,8 @@
 # be reset at once, and the app counts them as routing errors of VM 5.
 #
 # Environment (from tests/qemu/meson.build): VSOCK_APP, GUEST_DIR, RUN_GUEST.
+# cmd, q and rc are set through eval
+# shellcheck disable=SC2154
 set -u
 
 big=8388608			# stream bytes each way
@@ -24,74 +26,16 @@ seq_bytes=2097152
 qemu_timeout=240
 tries=90			# guest 3 retries its connects until guest 4 listens
 
-n=0
-failed=0
-
-ok() {	# STATUS NAME...: one TAP line, STATUS 0 meaning pass
-	st=$1
-	shift
-	n=$((n + 1))
-	if [ "$st" -eq 0 ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $*"
-		failed=$((failed + 1))
-	fi
-}
-
-diag_file() {	# TITLE FILE
-	echo "# --- $1 ---"
-	sed 's/^/#   /' "$2" 2>/dev/null | tail -n 60
-}
-
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
-alive() {
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-	[ -n "$st" ] && [ "$st" != Z ]
-}
-
-if ! command -v qemu-system-x86_64 >/dev/null; then
-	echo "1..0 # SKIP qemu-system-x86_64 not installed"
-	exit 0
-fi
-for v in VSOCK_APP GUEST_DIR RUN_GUEST; do
-	eval "[ -n \"\${$v:-}\" ]" || { echo "Bail out! $v not set"; exit 1; }
-done
-
-work=$(mktemp -d /tmp/vsock-g2g-XXXXXX)
-app=
-qemus=
-cleanup() {
-	for q in $qemus; do
-		kill -TERM "$q" 2>/dev/null
-	done
-	[ -n "$app" ] && kill -KILL "$app" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+. "$(dirname "$0")/lib.sh"
+qemu_test_init g2g VSOCK_APP GUEST_DIR RUN_GUEST
 
 # Three lcores on the two CPUs a test machine may have: main and lcore 1 share one.
-"$VSOCK_APP" --no-huge -m 512 --no-pci --no-shconf --lcores 0@0,1@0,2@1 \
-	--log-level=lib.eal:error -- --stats-period 1 \
+start_app --lcores 0@0,1@0,2@1 -- --stats-period 1 \
 	--vm "cid=3,socket=$work/vm3.sock,uds=$work/vm3.vsock,group=red,lcore=1" \
 	--vm "cid=4,socket=$work/vm4.sock,uds=$work/vm4.vsock,group=red,group=lab,lcore=2" \
-	--vm "cid=5,socket=$work/vm5.sock,uds=$work/vm5.vsock,group=blue" \
-	>"$work/app.log" 2>&1 &
-app=$!
-i=0
-while [ ! -S "$work/vm5.sock" ] && [ $i -lt 200 ] && alive "$app"; do
-	sleep 0.1
-	i=$((i + 1))
-done
-[ -S "$work/vm3.sock" ] && [ -S "$work/vm4.sock" ] && [ -S "$work/vm5.sock" ]
-ok $? "app creates the three vhost-user sockets"
-if [ ! -S "$work/vm5.sock" ]; then
-	diag_file "app log" "$work/app.log"
-	echo "Bail out! the app did not start"
-	exit 1
-fi
+	--vm "cid=5,socket=$work/vm5.sock,uds=$work/vm5.vsock,group=blue"
+wait_sockets "app creates the three vhost-user sockets" \
+	"$work/vm3.sock" "$work/vm4.sock" "$work/vm5.sock"
 grep -q "VM cid 3: placed on lcore 1 (pinned)" "$work/app.log" &&
 	grep -q "VM cid 4: placed on lcore 2 (pinned)" "$work/app.log" &&
 	grep -q "VM cid 5: placed on lcore 1 (balanced)" "$work/app.log"
@@ -122,7 +66,7 @@ for g in 3 4 5; do
 	"$RUN_GUEST" -g "$GUEST_DIR" -s "$work/vm$g.sock" -m 128 -t $qemu_timeout -- "$cmd" \
 		>"$work/console$g.raw" 2>&1 &
 	eval "qemu$g=$!"
-	qemus="$qemus $!"
+	qemu="$qemu $!"
 done
 for g in 3 4 5; do
 	eval "q=\$qemu$g"
@@ -130,7 +74,7 @@ for g in 3 4 5; do
 	eval "rc$g=$?"
 	tr -d '\r' <"$work/console$g.raw" >"$work/console$g.log"
 done
-qemus=
+qemu=
 echo "# three guests ran $(($(now_ms) - start)) ms"
 for g in 3 4 5; do
 	eval "rc=\$rc$g"
@@ -140,7 +84,6 @@ done
 line() {	# GUEST PORT KIND: that result line of the port, without the prefix
 	sed -n "s/^P$2:\($3 .*\)/\1/p" "$work/console$1.log" | tail -n 1
 }
-field() { echo "$1" | cut -d' ' -f"$2"; }
 
 # check PORT SENDER RECEIVER BYTES WHAT
 check() {
@@ -189,22 +132,7 @@ ok $? "VM 5 counts its refused connects as routing errors ($route5)"
 
 alive "$app"
 ok $? "app still running after the three guests left"
-kill -TERM "$app"
-i=0
-while alive "$app" && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-if alive "$app"; then
-	ok 1 "app exits on SIGTERM within 10 s"
-	kill -KILL "$app"
-	wait "$app"
-else
-	wait "$app"
-	st=$?
-	ok $st "app exits with status 0 on SIGTERM (got $st)"
-fi
-app=
+stop_app
 left=$(ls "$work"/*.sock "$work"/*.vsock 2>/dev/null)
 [ -z "$left" ]
 ok $? "app removed its sockets${left:+ (left: $left)}"
@@ -216,5 +144,4 @@ if [ $failed -ne 0 ]; then
 	diag_file "app log (without the statistics)" "$work/app.short"
 fi
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_done
