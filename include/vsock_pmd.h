@@ -43,8 +43,14 @@ extern "C" {
 struct vsock_pmd_vm_conf {
 	/** The guest's CID, returned by VHOST_USER_GET_CONFIG. */
 	uint64_t cid;
-	/** vhost-user socket QEMU connects to (the app is the server). */
+	/** vhost-user socket QEMU connects to (the app is the server), unless @p client. */
 	char socket_path[VSOCK_PMD_PATH_MAX + 1];
+	/**
+	 * Connect to socket_path instead, where the frontend listens, and connect again
+	 * whenever the connection drops (RTE_VHOST_USER_CLIENT): the backend can then be
+	 * restarted under a running frontend (doc/beyond-the-peers.md says what QEMU 7.2 does).
+	 */
+	bool client;
 	/** Hybrid vsock Unix socket (Firecracker convention). */
 	char uds_path[VSOCK_PMD_PATH_MAX + 1];
 	/**
@@ -72,7 +78,18 @@ enum vsock_pmd_wait_mode {
 	 * kick (a VM exit on real hardware) and a wakeup per idle-to-busy transition.
 	 */
 	VSOCK_PMD_WAIT_NOTIFY,
+	/**
+	 * Poll while there is work and for idle_us after it; then back off (pause instructions
+	 * between polls, for idle_us more); then sleep as VSOCK_PMD_WAIT_NOTIFY does until a
+	 * guest kick or a host socket wakes the lcore, which polls again. Idle VMs cost almost
+	 * no CPU; the first packet after a sleep pays one wakeup (doc/beyond-the-peers.md).
+	 */
+	VSOCK_PMD_WAIT_ADAPTIVE,
 };
+
+/** VSOCK_PMD_WAIT_ADAPTIVE: microseconds without work before backing off. */
+#define VSOCK_PMD_IDLE_US_DEFAULT 1000
+#define VSOCK_PMD_IDLE_US_MAX 10000000
 
 /** Everything vsock_pmd_start() needs. */
 struct vsock_pmd_conf {
@@ -84,6 +101,11 @@ struct vsock_pmd_conf {
 	 */
 	bool used_per_entry;
 	enum vsock_pmd_wait_mode wait_mode;
+	/**
+	 * VSOCK_PMD_WAIT_ADAPTIVE: idle time before the backoff, 1..VSOCK_PMD_IDLE_US_MAX;
+	 * 0 means VSOCK_PMD_IDLE_US_DEFAULT.
+	 */
+	unsigned int idle_us;
 	/**
 	 * Payload mbufs per VM, VSOCK_PMD_MBUFS_MIN..VSOCK_PMD_MBUFS_MAX: the VMs polled from
 	 * one NUMA node share one pool of this many times their number. When it runs out, data

@@ -15,6 +15,9 @@
 #   -k KIND  kernel to boot: vmlinux through PVH (the default when the build
 #            produced one; about 1.5 s faster to the first marker) or bzImage
 #   -a TEXT  more kernel command line
+# VSOCK_DEVICE_OPTS in the environment is appended to the -device option,
+# e.g. ",packed=on" for packed virtqueues; VSOCK_CHARDEV_OPTS to the -chardev
+# option, e.g. ",server=on,wait=on" for an app in client mode (--vm ...,client=1).
 set -eu
 
 die() { echo "run-guest: $*" >&2; exit 2; }
@@ -53,8 +56,8 @@ set -- -accel tcg -machine q35 -smp 1 -m "$mem" \
 	-object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -numa node,memdev=mem \
 	-nodefaults -no-user-config -display none -serial stdio \
 	-kernel "$dir/$kind" -initrd "$dir/initramfs.cpio.gz"
-[ -n "$sock" ] && set -- "$@" -chardev "socket,id=vsock,path=$sock" \
-	-device vhost-user-vsock-pci,chardev=vsock
+[ -n "$sock" ] && set -- "$@" -chardev "socket,id=vsock,path=$sock${VSOCK_CHARDEV_OPTS:-}" \
+	-device "vhost-user-vsock-pci,chardev=vsock${VSOCK_DEVICE_OPTS:-}"
 # Without -no-reboot a guest reset restarts it (with a fresh initramfs).
 [ "$reboots" -gt 0 ] || set -- "$@" -no-reboot
 # quiet: the serial console is slow under TCG; mitigations=off: saves boot

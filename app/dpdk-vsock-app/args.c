@@ -173,9 +173,13 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 		} else if (strcmp(item, "group") == 0) {
 			if (add_group(&vm, val, err, err_len) < 0)
 				return -1;
+		} else if (strcmp(item, "client") == 0) {
+			if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
+				return fail(err, err_len, "--vm: client '%s' is not 0 or 1", val);
+			vm.client = val[0] == '1';
 		} else {
 			return fail(err, err_len, "--vm: unknown key '%s' (expected cid, socket, "
-				    "uds, lcore, group)", item);
+				    "uds, lcore, group, client)", item);
 		}
 	}
 	if (!have_cid)
@@ -207,14 +211,27 @@ int app_wait_mode_parse(const char *s, enum vsock_pmd_wait_mode *mode, char *err
 		*mode = VSOCK_PMD_WAIT_POLL;
 	else if (strcmp(s, "notify") == 0)
 		*mode = VSOCK_PMD_WAIT_NOTIFY;
+	else if (strcmp(s, "adaptive") == 0)
+		*mode = VSOCK_PMD_WAIT_ADAPTIVE;
 	else
-		return fail(err, err_len, "wait mode '%s' is not poll or notify", s);
+		return fail(err, err_len, "wait mode '%s' is not poll, notify or adaptive", s);
+	return 0;
+}
+
+int app_idle_us_parse(const char *s, unsigned int *idle_us, char *err, size_t err_len)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) < 0 || v < 1 || v > VSOCK_PMD_IDLE_US_MAX)
+		return fail(err, err_len, "idle time '%s' is not a number of microseconds in 1..%u",
+			    s, VSOCK_PMD_IDLE_US_MAX);
+	*idle_us = (unsigned int)v;
 	return 0;
 }
 
 enum {
 	OPT_VM = 256, OPT_CONFIG, OPT_BURST, OPT_STATS_PERIOD, OPT_USED_PUBLISH, OPT_WAIT_MODE,
-	OPT_MBUFS,
+	OPT_MBUFS, OPT_IDLE_US,
 };
 
 static const struct option long_opts[] = {
@@ -226,6 +243,7 @@ static const struct option long_opts[] = {
 	{ "stats-period", required_argument, NULL, OPT_STATS_PERIOD },
 	{ "used-publish", required_argument, NULL, OPT_USED_PUBLISH },
 	{ "wait-mode", required_argument, NULL, OPT_WAIT_MODE },
+	{ "idle-us", required_argument, NULL, OPT_IDLE_US },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -249,6 +267,8 @@ static int apply_value(int opt, const char *val, struct app_opts *opts, char *er
 		return app_used_publish_parse(val, &opts->pmd.used_per_entry, err, err_len);
 	case OPT_WAIT_MODE:
 		return app_wait_mode_parse(val, &opts->pmd.wait_mode, err, err_len);
+	case OPT_IDLE_US:
+		return app_idle_us_parse(val, &opts->pmd.idle_us, err, err_len);
 	default:
 		return fail(err, err_len, "option %d takes no value", opt);
 	}
@@ -268,7 +288,7 @@ int app_opt_set(const char *name, const char *val, struct app_opts *opts, char *
 		return apply_value(o->val, val, opts, err, err_len);
 	}
 	return fail(err, err_len, "unknown key '%s' (expected vm, burst, mbufs, stats-period, "
-		    "used-publish, wait-mode)", name);
+		    "used-publish, wait-mode, idle-us)", name);
 }
 
 int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size_t err_len)
@@ -399,10 +419,14 @@ int app_opts_validate(const struct app_opts *opts, char *err, size_t err_len)
 				return fail(err, err_len, "VMs cid %" PRIu64 " and cid %" PRIu64
 					    " share a socket path", b->cid, a->cid);
 		}
-		if (check_socket_path(a->socket_path, "socket", a->cid, err, err_len) < 0 ||
+		/* A client connects to a socket someone else serves: nothing to check up front. */
+		if ((!a->client &&
+		     check_socket_path(a->socket_path, "socket", a->cid, err, err_len) < 0) ||
 		    check_socket_path(a->uds_path, "uds", a->cid, err, err_len) < 0)
 			return -1;
 	}
+	if (conf->idle_us && conf->wait_mode != VSOCK_PMD_WAIT_ADAPTIVE)
+		return fail(err, err_len, "--idle-us applies to --wait-mode adaptive only");
 	if (count_groups(conf) > VSOCK_PMD_MAX_GROUPS)
 		return fail(err, err_len, "more than %d distinct group names", VSOCK_PMD_MAX_GROUPS);
 	return 0;

@@ -26,7 +26,8 @@ void app_opts_init(struct app_opts *opts);
  * Parse the application arguments (argv[0] is the program name). Options:
  * --vm cid=N,socket=PATH,uds=PATH (repeatable), --config FILE, --burst N, --mbufs N,
  * -i/--interactive,
- * --stats-period S, --used-publish batch|per-entry, --wait-mode poll|notify, -h/--help.
+ * --stats-period S, --used-publish batch|per-entry, --wait-mode poll|notify|adaptive,
+ * --idle-us N, -h/--help.
  * Does not validate across VMs: call app_opts_validate() afterwards.
  * @return 0, or -1 with @p err filled.
  */
@@ -44,9 +45,12 @@ int app_mbufs_parse(const char *s, unsigned int *mbufs, char *err, size_t err_le
 /** Parse --used-publish: "batch" (false) or "per-entry" (true). */
 int app_used_publish_parse(const char *s, bool *per_entry, char *err, size_t err_len);
 
-/** Parse --wait-mode: "poll" or "notify". */
+/** Parse --wait-mode: "poll", "notify" or "adaptive". */
 int app_wait_mode_parse(const char *s, enum vsock_pmd_wait_mode *mode, char *err,
 			size_t err_len);
+
+/** Parse --idle-us: microseconds, 1..VSOCK_PMD_IDLE_US_MAX. */
+int app_idle_us_parse(const char *s, unsigned int *idle_us, char *err, size_t err_len);
 
 /** Longest --stats-period, in seconds (a day). */
 #define APP_STATS_PERIOD_MAX 86400

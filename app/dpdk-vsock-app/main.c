@@ -58,6 +58,8 @@ static void usage(const char *prog)
 	       "        uds     hybrid vsock Unix socket for host programs\n"
 	       "        lcore=N optional: poll this VM on worker lcore N (default: balanced)\n"
 	       "        group=G optional, repeatable: VMs sharing a group reach each other\n"
+	       "        client=1 optional: connect to socket (QEMU listens: server=on) and\n"
+	       "                reconnect after a restart of either side\n"
 	       "  --config FILE   read options from FILE, one long option per line without\n"
 	       "                  \"--\" (\"vm ...\", \"burst N\", \"wait-mode notify\", ...)\n"
 	       "  --burst N       packets per virtqueue per poll, 1..%u (default %u)\n"
@@ -67,13 +69,17 @@ static void usage(const char *prog)
 	       "  --stats-period S   print the statistics every S seconds\n"
 	       "  --used-publish batch|per-entry  one used->idx store per burst (default), or\n"
 	       "                  one per packet as the kernel before used-ring batching\n"
-	       "  --wait-mode poll|notify  idle workers keep polling (default), or sleep on\n"
-	       "                  the guest's kicks and the host sockets as vhost-vsock does\n"
+	       "  --wait-mode poll|notify|adaptive  idle workers keep polling (default), or\n"
+	       "                  sleep on the guest's kicks and the host sockets as\n"
+	       "                  vhost-vsock does, or poll and sleep once idle for a while\n"
+	       "  --idle-us N     adaptive: poll N us after the last work, back off N us more,\n"
+	       "                  then sleep; 1..%u (default %u)\n"
 	       "  -h, --help      this text\n"
 	       "The main lcore does control work; every other EAL lcore polls VMs.\n"
 	       "Counters are also served as telemetry: dpdk-telemetry.py, /vsock/...\n",
 	       prog, VSOCK_PMD_BURST_MAX, VSOCK_PMD_BURST_DEFAULT, VSOCK_PMD_MBUFS_MIN,
-	       VSOCK_PMD_MBUFS_MAX, VSOCK_PMD_MBUFS_DEFAULT);
+	       VSOCK_PMD_MBUFS_MAX, VSOCK_PMD_MBUFS_DEFAULT, VSOCK_PMD_IDLE_US_MAX,
+	       VSOCK_PMD_IDLE_US_DEFAULT);
 }
 
 static uint64_t now_ms(void)

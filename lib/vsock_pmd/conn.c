@@ -37,6 +37,7 @@
 
 #include "conn.h"
 #include "ep_ring.h"
+#include "ep_sibling.h"
 #include "ep_uds.h"
 
 #define HOST_CID 2u	/* VMADDR_CID_HOST */
@@ -50,6 +51,8 @@
 
 /* Host -> guest bytes queued per connection: guest credit bounds it too. */
 #define RXQ_MAX (64u * 1024)
+/* With a quota, a connection's host reads may always fill this many mbufs, whatever its share. */
+#define RX_SHARE_MIN 2u
 /* One read from a host socket; SEQPACKET messages up to this size (larger ones reset). */
 #define READ_CHUNK (64u * 1024)
 
@@ -90,6 +93,7 @@ enum conn_state {
 #define L_CTL	(1u << 1)
 #define L_DATA	(1u << 2)
 #define L_TIMER	(1u << 3)
+#define L_QWAIT	(1u << 4)	/* on the quota list (work_link): waits for mbufs to read */
 
 /* Ring connections served per conn_service_host() call, round-robin; mbufs per dequeue. */
 #define RING_BUDGET 64
@@ -110,6 +114,7 @@ struct sib_key {
 struct mq {
 	struct rte_mbuf *head, *tail;
 	uint32_t bytes;
+	uint32_t nb;		/* mbufs */
 };
 
 struct conn {
@@ -148,6 +153,7 @@ struct conn {
 	struct ep_ring *ring;	/* NULL: the host side is fd */
 	uint64_t peer_cid;	/* HOST_CID, or the other guest's CID */
 	uint8_t ring_side;
+	uint16_t ring_held;	/* mbufs we put in the ring that the far side has not taken */
 };
 
 /* Idle cost per connection, beyond its queued mbufs. */
@@ -179,6 +185,15 @@ struct conn_table {
 	struct conn_list work, ctl, data, timers;
 	struct conn_list rings;		/* every ring connection, served round-robin */
 	uint32_t nb_rings;
+	/*
+	 * mbufs held per direction, against half of conf.mbuf_quota each (dir_quota): rxq
+	 * (host -> guest), and txq plus ring_held (guest -> host). Kept apart so that neither
+	 * direction can starve the other: rxq drains into the guest's rx ring whatever the tx
+	 * side waits for, which rules out a cycle of waits between two VMs.
+	 */
+	uint32_t rx_held, tx_held;
+	uint32_t dir_quota;		/* UINT32_MAX without a quota */
+	struct conn_list qwait;		/* host reads waiting for rx_held to drop */
 	struct rst_entry rst[RST_RING_SIZE];
 	uint32_t rst_head, rst_count;
 	unsigned int scratch_n;
@@ -271,7 +286,8 @@ static unsigned int iov_slice(struct iovec *out, unsigned int max, const struct 
 	return n;
 }
 
-static void mq_push(struct mq *q, struct rte_mbuf *m)
+/* Each mbuf in a queue also counts in @p held, the table's count for its direction. */
+static void mq_push(struct mq *q, struct rte_mbuf *m, uint32_t *held)
 {
 	m->next = NULL;
 	if (q->tail)
@@ -280,10 +296,12 @@ static void mq_push(struct mq *q, struct rte_mbuf *m)
 		q->head = m;
 	q->tail = m;
 	q->bytes += m->data_len;
+	q->nb++;
+	(*held)++;
 }
 
 /* Drop @n bytes (at most q->bytes) from the head of @q. */
-static void mq_consume(struct mq *q, uint32_t n)
+static void mq_consume(struct mq *q, uint32_t n, uint32_t *held)
 {
 	q->bytes -= n;
 	while (n) {
@@ -298,11 +316,13 @@ static void mq_consume(struct mq *q, uint32_t n)
 		q->head = m->next;
 		if (!q->head)
 			q->tail = NULL;
+		q->nb--;
+		(*held)--;
 		rte_pktmbuf_free_seg(m);
 	}
 }
 
-static void mq_free(struct mq *q)
+static void mq_free(struct mq *q, uint32_t *held)
 {
 	struct rte_mbuf *m = q->head, *next;
 
@@ -311,6 +331,7 @@ static void mq_free(struct mq *q)
 		rte_pktmbuf_free_seg(m);
 		m = next;
 	}
+	*held -= q->nb;
 	*q = (struct mq){ 0 };
 }
 
@@ -318,10 +339,59 @@ static void mq_free(struct mq *q)
 
 static void work_add(struct conn_table *t, struct conn *c)
 {
+	if (c->lists & L_QWAIT) {
+		/* Whatever brought it here may free mbufs (a flush): serve it now. */
+		c->lists &= ~L_QWAIT;
+		TAILQ_REMOVE(&t->qwait, c, work_link);
+	}
 	if (!(c->lists & L_WORK)) {
 		c->lists |= L_WORK;
 		TAILQ_INSERT_TAIL(&t->work, c, work_link);
 	}
+}
+
+/*
+ * The mbuf quota. Each direction may hold dir_quota mbufs; on the host side each
+ * connection reads up to its equal share of that (at least RX_SHARE_MIN), so that
+ * connections whose guest does not read cannot take every mbuf from the others, and a VM
+ * cannot take more than its share of the pool from the other VMs.
+ */
+static uint32_t quota_left(uint32_t held, uint32_t quota)
+{
+	return held >= quota ? 0 : quota - held;
+}
+
+/* mbufs a host read may add to @p c's rxq now: 0 when it is at its share. */
+static uint32_t rx_share_left(const struct conn_table *t, const struct conn *c)
+{
+	uint32_t share;
+
+	if (t->dir_quota == UINT32_MAX)
+		return UINT32_MAX;
+	share = RTE_MAX(t->dir_quota / RTE_MAX(t->nb_used, 1u), RX_SHARE_MIN);
+	return quota_left(c->rxq.nb, share);
+}
+
+/* @p c's host read waits for the table's rx mbufs to drop under the quota. */
+static void qwait_add(struct conn_table *t, struct conn *c)
+{
+	if (c->lists & (L_QWAIT | L_WORK))
+		return;
+	c->lists |= L_QWAIT;
+	TAILQ_INSERT_TAIL(&t->qwait, c, work_link);
+	t->stats.pool_empty++;
+}
+
+/* Readers waiting for the quota, back to work as far as mbufs came back (at most @p max). */
+static unsigned int qwait_wake(struct conn_table *t, unsigned int max)
+{
+	unsigned int n = RTE_MIN(quota_left(t->rx_held, t->dir_quota), max), done = 0;
+
+	while (done < n && !TAILQ_EMPTY(&t->qwait)) {
+		work_add(t, TAILQ_FIRST(&t->qwait));
+		done++;
+	}
+	return done;
 }
 
 static void ctl_add(struct conn_table *t, struct conn *c, uint8_t bit)
@@ -428,6 +498,7 @@ static void ring_attach(struct conn_table *t, struct conn *c, struct ep_ring *p,
 {
 	c->ring = p;
 	c->ring_side = (uint8_t)side;
+	ep_ring_set_waker(p, side, t->conf.waker);
 	TAILQ_INSERT_TAIL(&t->rings, c, ring_link);
 	t->nb_rings++;
 }
@@ -439,6 +510,9 @@ static void ring_detach(struct conn_table *t, struct conn *c, uint32_t how)
 		return;
 	TAILQ_REMOVE(&t->rings, c, ring_link);
 	t->nb_rings--;
+	/* The last side to let go frees what is left in the ring. */
+	t->tx_held -= c->ring_held;
+	c->ring_held = 0;
 	ep_ring_release(c->ring, c->ring_side, how);
 	c->ring = NULL;
 }
@@ -508,12 +582,14 @@ static void conn_free(struct conn_table *t, struct conn *c)
 	ring_detach(t, c, EP_RING_RST);
 	if (c->lists & L_WORK)
 		TAILQ_REMOVE(&t->work, c, work_link);
+	else if (c->lists & L_QWAIT)
+		TAILQ_REMOVE(&t->qwait, c, work_link);
 	ctl_del(t, c);
 	data_del(t, c);
 	timer_del(t, c);
 	close_fd(c);
-	mq_free(&c->txq);
-	mq_free(&c->rxq);
+	mq_free(&c->txq, &t->tx_held);
+	mq_free(&c->rxq, &t->rx_held);
 	c->state = CS_FREE;
 	c->lists = 0;
 	c->hashed = 0;
@@ -532,8 +608,8 @@ static void conn_end(struct conn_table *t, struct conn *c)
 	close_fd(c);
 	/* A clean end for the far side: it reads what we sent, then EOF (unless reset first). */
 	ring_detach(t, c, EP_RING_SHUT_SEND | EP_RING_SHUT_RCV);
-	mq_free(&c->txq);
-	mq_free(&c->rxq);
+	mq_free(&c->txq, &t->tx_held);
+	mq_free(&c->rxq, &t->rx_held);
 	data_del(t, c);
 	timer_del(t, c);
 	c->state = CS_DEAD;
@@ -599,7 +675,7 @@ static void host_shutdown_check(struct conn_table *t, struct conn *c)
 		c->state = CS_CLOSING;
 		close_fd(c);
 		ring_detach(t, c, EP_RING_SHUT_SEND | EP_RING_SHUT_RCV);
-		mq_free(&c->txq);
+		mq_free(&c->txq, &t->tx_held);
 		timer_set(t, c);
 	}
 }
@@ -634,10 +710,23 @@ static struct rte_mbuf *mq_pop(struct mq *q)
 	if (!q->head)
 		q->tail = NULL;
 	q->bytes -= m->data_len;
+	q->nb--;
 	m->next = NULL;
 	m->nb_segs = 1;
 	m->pkt_len = m->data_len;
 	return m;
+}
+
+/* The far side took some of the mbufs we put in the ring: they are no longer ours. */
+static void ring_uncharge(struct conn_table *t, struct conn *c)
+{
+	/* Only we enqueue, so the count can only have dropped since our last write. */
+	uint32_t in = c->ring_held ? rte_ring_count(c->ring->r[c->ring_side]) : 0;
+
+	if (in < c->ring_held) {
+		t->tx_held -= c->ring_held - in;
+		c->ring_held = (uint16_t)in;
+	}
 }
 
 /*
@@ -657,15 +746,22 @@ static bool ring_write(struct conn_table *t, struct conn *c)
 
 		c->fwd_cnt += m->data_len;
 		t->stats.host_tx_bytes += m->data_len;
-		if (drop)
+		/* In the ring it still counts against our quota, until the far side takes it. */
+		if (drop) {
 			rte_pktmbuf_free_seg(m);
-		else
+			t->tx_held--;
+		} else {
 			rte_ring_sp_enqueue(out, m);	/* single producer: room was counted */
+			c->ring_held++;
+		}
 		room--;
 		moved = true;
 	}
-	if (moved)
+	if (moved) {
+		if (!drop)
+			ep_ring_wake(c->ring, !c->ring_side);
 		credit_check(t, c);
+	}
 	guest_shutdown_apply(t, c);
 	return moved;
 }
@@ -682,7 +778,7 @@ static void rxq_take(struct conn_table *t, struct conn *c, struct rte_mbuf *m)
 		m->pkt_len = m->data_len;
 		if (m->data_len) {
 			t->stats.host_rx_bytes += m->data_len;
-			mq_push(&c->rxq, m);
+			mq_push(&c->rxq, m, &t->rx_held);
 		} else {
 			/* An empty last piece still ends the message before it. */
 			if ((m->packet_type & MB_EOM) && tail && !(tail->packet_type & MB_EOM))
@@ -700,17 +796,27 @@ static bool ring_read(struct conn_table *t, struct conn *c)
 	struct rte_mbuf *m[RING_BURST];
 	bool moved = false;
 
-	while (can_read(c)) {
-		unsigned int i, n = rte_ring_sc_dequeue_burst(in, (void **)m, RING_BURST, NULL);
+	for (;;) {
+		/* Within the connection's share of the quota and what is left of it. */
+		uint32_t lim = RTE_MIN(RTE_MIN(rx_share_left(t, c),
+					       quota_left(t->rx_held, t->dir_quota)),
+				       (uint32_t)RING_BURST);
+		unsigned int i, n;
 
+		if (!can_read(c) || lim == 0)
+			break;
+		n = rte_ring_sc_dequeue_burst(in, (void **)m, lim, NULL);
 		if (n == 0)
 			break;
 		for (i = 0; i < n; i++)
 			rxq_take(t, c, m[i]);
 		moved = true;
 	}
-	if (moved)
+	if (moved) {
+		/* Room in the ring: a far side whose queue waits for it may go on. */
+		ep_ring_wake(c->ring, !c->ring_side);
 		data_update(t, c);
+	}
 	/*
 	 * More than the guest's window is waiting (a burst may bring more than it): the ring
 	 * backs up, and so does the far side, until the guest's credit update.
@@ -732,6 +838,7 @@ static bool ring_service(struct conn_table *t, struct conn *c)
 	uint32_t peer = ep_ring_flags(c->ring, !c->ring_side);
 	bool done = false;
 
+	ring_uncharge(t, c);
 	if (c->state == CS_ACCEPT_WAIT) {
 		if (peer & (EP_RING_RST | EP_RING_CLOSED)) {
 			t->stats.conns_refused++;
@@ -777,11 +884,11 @@ static bool ring_service(struct conn_table *t, struct conn *c)
  * The far side of every ring connection is polled, not signalled: a few loads each. At most
  * RING_BUDGET of them per call, taken from the front and put at the back.
  */
-static unsigned int ring_poll(struct conn_table *t)
+static unsigned int ring_poll(struct conn_table *t, uint32_t max)
 {
 	unsigned int i, work = 0;
 
-	unsigned int n = RTE_MIN(t->nb_rings, (uint32_t)RING_BUDGET);
+	unsigned int n = RTE_MIN(t->nb_rings, max);
 
 	for (i = 0; i < n && !TAILQ_EMPTY(&t->rings); i++) {
 		struct conn *c = TAILQ_FIRST(&t->rings);
@@ -878,6 +985,8 @@ static void guest_request_ring(struct conn_table *t, const struct vsock_hdr *h,
 	}
 	c->state = CS_ACCEPT_WAIT;
 	timer_set(t, c);
+	/* The other guest's worker may sleep. */
+	ep_sibling_wake(h->dst_cid);
 }
 
 /* ---- guest -> host ---- */
@@ -918,7 +1027,7 @@ static bool txq_flush(struct conn_table *t, struct conn *c)
 			conn_reset(t, c, errno == EMSGSIZE ? CONN_ERR_MSG_SIZE : CONN_ERR_HOST_IO);
 			return false;
 		}
-		mq_consume(&c->txq, (uint32_t)n);
+		mq_consume(&c->txq, (uint32_t)n, &t->tx_held);
 		c->fwd_cnt += (uint32_t)n;
 		t->stats.host_tx_bytes += (uint64_t)n;
 		if ((size_t)n < want)
@@ -941,7 +1050,9 @@ static int txq_copy(struct conn_table *t, struct conn *c, const struct iovec *p,
 		in_tail = RTE_MIN((uint32_t)rte_pktmbuf_tailroom(tail), len);
 	left = len - in_tail;
 	nb = (left + t->room - 1) / t->room;
-	if (nb > t->scratch_n || (nb && rte_pktmbuf_alloc_bulk(t->conf.pool, t->mbufs, nb) != 0)) {
+	/* Past the quota; a packet larger than all of it may still be queued alone. */
+	if (nb > t->scratch_n || (nb > quota_left(t->tx_held, t->dir_quota) && t->tx_held) ||
+	    (nb && rte_pktmbuf_alloc_bulk(t->conf.pool, t->mbufs, nb) != 0)) {
 		t->stats.pool_empty++;
 		return -EAGAIN;
 	}
@@ -959,7 +1070,7 @@ static int txq_copy(struct conn_table *t, struct conn *c, const struct iovec *p,
 		iov_read(rte_pktmbuf_mtod(m, char *), p, cnt, off, l);
 		m->data_len = (uint16_t)l;
 		m->pkt_len = l;
-		mq_push(&c->txq, m);
+		mq_push(&c->txq, m, &t->tx_held);
 		off += l;
 		left -= l;
 	}
@@ -1146,7 +1257,7 @@ static void guest_shutdown(struct conn_table *t, struct conn *c, uint32_t flags)
 			ep_ring_set(c->ring, c->ring_side, EP_RING_SHUT_RCV);
 		else
 			shutdown(c->fd, SHUT_RD);
-		mq_free(&c->rxq);
+		mq_free(&c->rxq, &t->rx_held);
 		data_del(t, c);
 		c->host &= ~H_READABLE;
 	}
@@ -1470,7 +1581,7 @@ static uint32_t data_to_guest(struct conn_table *t, struct conn *c, const struct
 			break;
 		}
 	}
-	mq_consume(&c->rxq, done);
+	mq_consume(&c->rxq, done, &t->rx_held);
 	hdr_to_guest(t, buf, cnt, c->peer_cid, c->guest_port, c->host_port, c->type,
 		     VIRTIO_VSOCK_OP_RW, done, flags, c->fwd_cnt);
 	c->fwd_sent = c->fwd_cnt;
@@ -1538,6 +1649,22 @@ static bool host_read(struct conn_table *t, struct conn *c)
 	nb = (want + t->room - 1) / t->room;
 	if (nb > t->scratch_n)
 		nb = t->scratch_n;
+	if (!seq) {
+		uint32_t lim = rx_share_left(t, c);
+
+		/* At its share: data_to_guest() puts it back to work as the guest takes it. */
+		if (lim == 0)
+			return false;
+		lim = RTE_MIN(lim, quota_left(t->rx_held, t->dir_quota));
+		if (lim == 0)
+			goto quota;
+		if (nb > lim) {
+			nb = lim;
+			want = nb * t->room;
+		}
+	} else if (nb > quota_left(t->rx_held, t->dir_quota) && t->rx_held) {
+		goto quota;	/* a message larger than the whole quota may still be read alone */
+	}
 	if (rte_pktmbuf_alloc_bulk(t->conf.pool, t->mbufs, nb) != 0) {
 		/* A stream can make progress with a single mbuf; a message needs all. */
 		nb = 1;
@@ -1588,7 +1715,7 @@ static bool host_read(struct conn_table *t, struct conn *c)
 		left -= m->data_len;
 		if (seq && left == 0)
 			m->packet_type = MB_EOM | MB_EOR;
-		mq_push(&c->rxq, m);
+		mq_push(&c->rxq, m, &t->rx_held);
 	}
 	/*
 	 * A short stream read emptied the socket: the next bytes bring a new edge. An end of
@@ -1604,6 +1731,10 @@ stall:
 		c->stalled = 1;
 		t->stats.credit_stalls++;
 	}
+	return false;
+quota:
+	/* The table's host-side mbufs are used up: qwait_wake() puts it back to work. */
+	qwait_add(t, c);
 	return false;
 }
 
@@ -1643,7 +1774,7 @@ static void line_done(struct conn_table *t, struct conn *c, uint32_t port, size_
 		return;
 	}
 	if (m)
-		mq_push(&c->rxq, m);
+		mq_push(&c->rxq, m, &t->rx_held);
 	c->state = CS_REQUEST;
 	timer_set(t, c);
 	ctl_add(t, c, CTL_REQUEST);
@@ -1778,6 +1909,8 @@ unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned 
 		timer_expire(t, TAILQ_FIRST(&t->timers));
 		work++;
 	}
+	if (unlikely(!TAILQ_EMPTY(&t->qwait)))
+		qwait_wake(t, budget > work ? budget - work : 0);
 	while (work < budget && !TAILQ_EMPTY(&t->work)) {
 		struct conn *c = TAILQ_FIRST(&t->work);
 
@@ -1788,7 +1921,12 @@ unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned 
 		work++;
 	}
 	/* Ring connections have their own bound: a busy socket never starves them. */
-	return work + ring_accept(t, RING_BUDGET) + ring_poll(t);
+	return work + ring_accept(t, RING_BUDGET) + ring_poll(t, RING_BUDGET);
+}
+
+unsigned int conn_rings_sweep(struct conn_table *t)
+{
+	return ring_accept(t, RING_BUDGET) + ring_poll(t, UINT32_MAX);
 }
 
 /* ---- table ---- */
@@ -1814,14 +1952,15 @@ static void table_clear(struct conn_table *t)
 
 		if (c->state != CS_FREE) {
 			close_fd(c);
-			mq_free(&c->txq);
-			mq_free(&c->rxq);
+			mq_free(&c->txq, &t->tx_held);
+			mq_free(&c->rxq, &t->rx_held);
 			c->gen++;
 		}
 		/* Our guest is gone: the far sides of its rings see a reset. */
 		if (c->ring)
 			ep_ring_release(c->ring, c->ring_side, EP_RING_RST);
 		c->ring = NULL;
+		c->ring_held = 0;
 		c->state = CS_FREE;
 		c->lists = 0;
 		c->hashed = 0;
@@ -1834,7 +1973,11 @@ static void table_clear(struct conn_table *t)
 	TAILQ_INIT(&t->data);
 	TAILQ_INIT(&t->timers);
 	TAILQ_INIT(&t->rings);
+	TAILQ_INIT(&t->qwait);
 	t->nb_rings = 0;
+	/* What the rings still held is freed by their far sides now. */
+	t->rx_held = 0;
+	t->tx_held = 0;
 	t->rst_head = 0;
 	t->rst_count = 0;
 	rte_hash_reset(t->hash);
@@ -1882,6 +2025,7 @@ struct conn_table *conn_table_create(const struct conn_table_conf *conf)
 	strcpy(t->uds_path, conf->uds_path);
 	t->conf.uds_path = t->uds_path;
 	t->room = rte_pktmbuf_data_room_size(conf->pool) - RTE_PKTMBUF_HEADROOM;
+	t->dir_quota = conf->mbuf_quota ? RTE_MAX(conf->mbuf_quota / 2, 1u) : UINT32_MAX;
 	t->timeout_tsc = rte_get_tsc_hz() * conf->timeout_ms / 1000;
 	/* Scratch big enough for a whole SEQPACKET message either way, or one read. */
 	t->scratch_n = (RTE_MAX(conf->buf_alloc, READ_CHUNK) + t->room - 1) / t->room + 2;
@@ -1975,6 +2119,11 @@ int conn_table_epoll_fd(const struct conn_table *t)
 uint32_t conn_count(const struct conn_table *t)
 {
 	return t->nb_used;
+}
+
+uint32_t conn_table_mbufs(const struct conn_table *t)
+{
+	return t->rx_held + t->tx_held;
 }
 
 const struct conn_stats *conn_table_stats(const struct conn_table *t)

@@ -22,6 +22,7 @@
 
 #include "vsock_pkt.h"
 
+struct ep_waker;
 struct rte_mempool;
 struct rte_ring;
 struct conn_table;
@@ -43,6 +44,12 @@ struct conn_table_conf {
 	int listen_fd;
 	/** Mbufs for queued payload, both ways; the table takes and returns them one lcore. */
 	struct rte_mempool *pool;
+	/**
+	 * Most mbufs the table may hold at once (its VM's share of a pool shared with other
+	 * VMs), half for each direction; 0: no limit. When a direction's half is used up, host
+	 * reads wait and guest packets stay in the tx ring: backpressure, never loss.
+	 */
+	uint32_t mbuf_quota;
 	int socket_id;
 	/** Connections, CONNECT lines in progress included. */
 	uint32_t max_conns;
@@ -60,6 +67,11 @@ struct conn_table_conf {
 	 */
 	struct rte_ring *(*route)(uint64_t src_cid, uint64_t dst_cid, uint32_t dst_port);
 	struct rte_ring *incoming;
+	/**
+	 * The worker polling this table, for the far sides of its ring connections to wake
+	 * when it sleeps (ep_ring.h); NULL when it never sleeps.
+	 */
+	struct ep_waker *waker;
 };
 
 /**
@@ -92,7 +104,7 @@ struct conn_stats {
 	uint64_t pkt_err[VSOCK_PKT_ERR_MAX];	/* malformed guest headers, by kind */
 	uint64_t proto_err[CONN_ERR_MAX];
 	uint64_t rst_dropped;		/* RST for a packet without connection lost: queue full */
-	uint64_t pool_empty;		/* mempool exhausted (conn_from_guest returned -EAGAIN) */
+	uint64_t pool_empty;		/* no mbuf: mempool or the table's quota used up */
 	uint64_t rx_pkts, rx_bytes;	/* guest -> host: packets taken, payload bytes */
 	uint64_t tx_pkts, tx_bytes;	/* host -> guest: packets written, payload bytes */
 	uint64_t host_rx_bytes;		/* read from host sockets */
@@ -174,6 +186,13 @@ unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int
 unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget);
 
 /**
+ * Serve every ring connection and the incoming ring once, without the per-round budget:
+ * for a worker about to sleep, after it announced it (ep_waker), so that nothing a far
+ * side did before it saw the announcement stays unseen. @return the work done.
+ */
+unsigned int conn_rings_sweep(struct conn_table *t);
+
+/**
  * The epoll descriptor of the table's host sockets and listener: readable when
  * conn_poll_host() has events to take. For a worker that sleeps while idle.
  */
@@ -181,6 +200,9 @@ int conn_table_epoll_fd(const struct conn_table *t);
 
 /** Open connections, CONNECT lines in progress included. */
 uint32_t conn_count(const struct conn_table *t);
+
+/** mbufs the table holds now (queues, and ring connections' mbufs not yet taken). */
+uint32_t conn_table_mbufs(const struct conn_table *t);
 
 /** The table's counters. */
 const struct conn_stats *conn_table_stats(const struct conn_table *t);

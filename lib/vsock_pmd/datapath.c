@@ -28,7 +28,7 @@
 #include "datapath.h"
 #include "device.h"
 #include "log.h"
-#include "virtq_split.h"
+#include "virtq.h"
 
 #define VSOCK_HDR_LEN sizeof(struct virtio_vsock_hdr)
 
@@ -44,7 +44,8 @@ static inline void send_notification(struct vsock_dev *dev, uint16_t q)
 {
 	struct virtq *vq = &dev->vq[q];
 
-	rte_vhost_set_vring_base(dev->vid, q, vq->last_avail_idx, vq->last_used_idx);
+	/* Packed rings: the used position DPDK's own event check needs (vq_call_used_idx()). */
+	rte_vhost_set_vring_base(dev->vid, q, vq->last_avail_idx, vq_call_used_idx(vq));
 	if (rte_vhost_vring_call_nonblock(dev->vid, q) != -EAGAIN) {
 		dev->notify_pending[q] = false;
 		dev->stats.guest_notifications[q]++;
@@ -54,7 +55,7 @@ static inline void send_notification(struct vsock_dev *dev, uint16_t q)
 /* After a flush: interrupt the guest if its used_event (or NO_INTERRUPT flag) asks for it. */
 static inline void notify_guest(struct vsock_dev *dev, uint16_t q)
 {
-	if (virtq_should_notify(&dev->vq[q]))
+	if (vq_should_notify(&dev->vq[q]))
 		dev->notify_pending[q] = true;
 	if (dev->notify_pending[q])
 		send_notification(dev, q);
@@ -170,7 +171,7 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 	uint16_t i, j, k, n, taken;
 	unsigned int iovcnt;
 
-	n = virtq_dequeue_burst(vq, s->chains, burst_size(dev));
+	n = vq_dequeue_burst(vq, s->chains, burst_size(dev));
 	if (unlikely(vq->broken))
 		report_broken(dev, VSOCK_VQ_TX);
 	/* One copy of each header: the guest may rewrite its buffer while we parse it. */
@@ -181,7 +182,7 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 		k = data_run(s, i, n);
 		if (unlikely(!s->hdr_ok[i])) {
 			report_short(dev, s->chains[i].readable_len);
-			virtq_complete(vq, s->chains[i].head, 0);
+			vq_complete(vq, &s->chains[i], 0);
 			continue;
 		}
 		if (k > 1) {
@@ -193,17 +194,17 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 				0 : 1;
 		}
 		for (j = 0; j < taken; j++)
-			virtq_complete(vq, s->chains[i + j].head, 0);
+			vq_complete(vq, &s->chains[i + j], 0);
 		if (taken < k) {
 			/* Backpressure: this packet and the rest stay in the ring. */
-			virtq_unget(vq, n - (i + taken));
+			vq_unget(vq, n - (i + taken));
 			dev->stats.tx_backpressure++;
 			n = i + taken;
 			break;
 		}
 	}
 	/* End of burst: the guest may be waiting for these buffers to send more. */
-	virtq_flush(vq);
+	vq_flush(vq);
 	count_burst(dev, VSOCK_VQ_TX, n);
 	if (n)
 		notify_guest(dev, VSOCK_VQ_TX);
@@ -218,7 +219,7 @@ static unsigned int host_to_guest(struct vsock_dev *dev, struct datapath_scratch
 
 	if (!conn_has_output(dev->conns))
 		return 0;
-	n = virtq_dequeue_burst(vq, s->chains, burst_size(dev));
+	n = vq_dequeue_burst(vq, s->chains, burst_size(dev));
 	if (unlikely(vq->broken))
 		report_broken(dev, VSOCK_VQ_RX);
 	for (i = 0; i < n; i++) {
@@ -231,15 +232,15 @@ static unsigned int host_to_guest(struct vsock_dev *dev, struct datapath_scratch
 			dev->stats.small_rx_buffers++;
 		if (len == 0 && c->writable_len >= VSOCK_HDR_LEN) {
 			/* Nothing more owed: keep the rest of the guest's buffers for later. */
-			virtq_unget(vq, n - i);
+			vq_unget(vq, n - i);
 			break;
 		}
 		/* A buffer too small for a header goes back empty rather than wedging the ring. */
-		virtq_complete(vq, c->head, len);
+		vq_complete(vq, c, len);
 		done++;
 	}
 	/* End of burst: the guest reads nothing until used->idx moves. */
-	virtq_flush(vq);
+	vq_flush(vq);
 	count_burst(dev, VSOCK_VQ_RX, done);
 	if (done)
 		notify_guest(dev, VSOCK_VQ_RX);
@@ -248,30 +249,15 @@ static unsigned int host_to_guest(struct vsock_dev *dev, struct datapath_scratch
 	return done;
 }
 
-/* Ask for a kick at the next buffer the guest makes available (flags, or avail_event). */
-static void kick_enable(struct virtq *vq)
-{
-	__atomic_store_n(&vq->used->flags, 0, __ATOMIC_RELAXED);
-	if (vq->event_idx)
-		__atomic_store_n((uint16_t *)&vq->used->ring[vq->size],
-				 htole16(vq->last_avail_idx), __ATOMIC_RELAXED);
-}
-
-static bool avail_moved(const struct virtq *vq)
-{
-	return !vq->broken &&
-	       le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_RELAXED)) != vq->last_avail_idx;
-}
-
 bool vsock_dev_kicks_arm(struct vsock_dev *dev)
 {
 	bool want_rx = conn_has_output(dev->conns);
 
 	if (dev->notify_pending[VSOCK_VQ_RX] || dev->notify_pending[VSOCK_VQ_TX])
 		return true;
-	kick_enable(&dev->vq[VSOCK_VQ_TX]);
+	vq_enable_guest_kicks(&dev->vq[VSOCK_VQ_TX]);
 	if (want_rx)
-		kick_enable(&dev->vq[VSOCK_VQ_RX]);
+		vq_enable_guest_kicks(&dev->vq[VSOCK_VQ_RX]);
 	/*
 	 * Full fence (store->load): the kick request must be visible before we read avail->idx
 	 * again. Pairs with the driver's barrier between its avail->idx store and its read of
@@ -279,14 +265,14 @@ bool vsock_dev_kicks_arm(struct vsock_dev *dev)
 	 * kicks.
 	 */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return avail_moved(&dev->vq[VSOCK_VQ_TX]) ||
-	       (want_rx && avail_moved(&dev->vq[VSOCK_VQ_RX]));
+	return vq_avail_pending(&dev->vq[VSOCK_VQ_TX]) ||
+	       (want_rx && vq_avail_pending(&dev->vq[VSOCK_VQ_RX]));
 }
 
 void vsock_dev_kicks_disarm(struct vsock_dev *dev)
 {
-	virtq_disable_guest_kicks(&dev->vq[VSOCK_VQ_RX]);
-	virtq_disable_guest_kicks(&dev->vq[VSOCK_VQ_TX]);
+	vq_disable_guest_kicks(&dev->vq[VSOCK_VQ_RX]);
+	vq_disable_guest_kicks(&dev->vq[VSOCK_VQ_TX]);
 }
 
 unsigned int vsock_dev_poll(struct vsock_dev *dev, struct datapath_scratch *s)

@@ -35,7 +35,7 @@ struct datapath_scratch {
 unsigned int vsock_dev_poll(struct vsock_dev *dev, struct datapath_scratch *s);
 
 /**
- * --wait-mode notify, before the worker sleeps: ask the guest to kick the tx ring (and the
+ * --wait-mode notify or adaptive, before the worker sleeps: ask the guest to kick the tx ring (and the
  * rx ring if data waits for buffers), then look at the rings once more.
  *
  * @return true if work arrived meanwhile: do not sleep. Either way, call

@@ -38,13 +38,14 @@
 #include "log.h"
 #include "stats.h"
 #include "vhost_user_msg.h"
+#include "virtq.h"
 #include "worker.h"
 
 /* Features the device offers. VHOST_USER_F_PROTOCOL_FEATURES is needed for GET_CONFIG. */
 #define VSOCK_FEATURES \
 	((1ULL << VIRTIO_F_VERSION_1) | (1ULL << VHOST_USER_F_PROTOCOL_FEATURES) | \
 	 (1ULL << VIRTIO_RING_F_INDIRECT_DESC) | (1ULL << VIRTIO_RING_F_EVENT_IDX) | \
-	 (1ULL << VIRTIO_VSOCK_F_SEQPACKET))
+	 (1ULL << VIRTIO_VSOCK_F_SEQPACKET) | (1ULL << VIRTIO_F_RING_PACKED))
 #define VSOCK_PROTOCOL_FEATURES (1ULL << VHOST_USER_PROTOCOL_F_CONFIG)
 
 /* Per-lcore mbuf cache; a small pool gets a smaller one (DPDK wants size >= 1.5 x cache). */
@@ -56,10 +57,11 @@
 /* Each device and its mbufs live on the NUMA node of the lcore that polls it. */
 static struct vsock_dev *devs[VSOCK_PMD_MAX_VMS];
 static struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
+/* mbufs each VM's connection table may hold: its share of its node's pool. */
+static uint32_t quotas[RTE_MAX_NUMA_NODES];
 static unsigned int nb_devs;
-/* Comparison switches of vsock_pmd_conf, the same for every device. */
+/* Comparison switch of vsock_pmd_conf, the same for every device. */
 static bool used_per_entry;
-static enum vsock_pmd_wait_mode wait_mode;
 static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
@@ -131,10 +133,45 @@ static void dev_kick_fd_set(struct vsock_dev *dev, uint16_t q, int kickfd)
 	dev->kick_fd[q] = kickfd >= 0 ? fcntl(kickfd, F_DUPFD_CLOEXEC, 0) : -1;
 }
 
+/* Whether [p, p + len) lies inside one region of the device's memory, as we map it. */
+static bool in_guest_memory(const struct vsock_dev *dev, const volatile void *p, uint64_t len)
+{
+	uint64_t a = (uintptr_t)p;
+	unsigned int i;
+
+	for (i = 0; i < dev->gmem.nregions; i++) {
+		const struct guest_mem_region *r = &dev->gmem.regions[i];
+
+		if (a >= r->hva && a - r->hva <= r->size && len <= r->size - (a - r->hva))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether every byte the worker may touch of ring @p vr is guest memory. DPDK checked the
+ * ring's size when it translated the addresses (SET_VRING_ADDR, SET_VRING_KICK,
+ * SET_MEM_TABLE), not when SET_VRING_NUM changed the size afterwards.
+ */
+static bool ring_in_memory(const struct vsock_dev *dev, const struct rte_vhost_vring *vr)
+{
+	uint64_t n = vr->size, event = dev->features & (1ULL << VIRTIO_RING_F_EVENT_IDX) ? 2 : 0;
+
+	if (dev->features & (1ULL << VIRTIO_F_RING_PACKED))
+		return in_guest_memory(dev, vr->desc_packed, sizeof(*vr->desc_packed) * n) &&
+		       in_guest_memory(dev, vr->driver_event, sizeof(*vr->driver_event)) &&
+		       in_guest_memory(dev, vr->device_event, sizeof(*vr->device_event));
+	return in_guest_memory(dev, vr->desc, sizeof(*vr->desc) * n) &&
+	       in_guest_memory(dev, vr->avail, sizeof(*vr->avail) + 2 * n + event) &&
+	       in_guest_memory(dev, vr->used,
+			       sizeof(*vr->used) + sizeof(vr->used->ring[0]) * n + event);
+}
+
 /*
  * Map the frontend's memory table and rings into the device's virtqueues.
- * @p resume keeps the ring positions the worker reached (memory table
- * replaced under a running device); otherwise they come from SET_VRING_BASE.
+ * @p resume keeps the ring positions the worker reached (memory table or ring
+ * replaced under a running device) unless SET_VRING_BASE gave a new one;
+ * otherwise they come from SET_VRING_BASE.
  * Called with devs_lock held, on a device no worker polls.
  */
 static int dev_load_rings(struct vsock_dev *dev, bool resume)
@@ -176,31 +213,44 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vring %u not set up", dev->conf.cid, q);
 			return -EINVAL;
 		}
-		if (resume) {
+		if (!ring_in_memory(dev, &vring)) {
+			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vring %u of size %u lies outside guest "
+				  "memory", dev->conf.cid, q, vring.size);
+			return -EFAULT;
+		}
+		if (resume && !dev->rebase[q]) {
 			last_avail = vq->last_avail_idx;
 			last_used = vq->last_used_idx;
 		} else {
 			rte_vhost_get_vring_base(vid, q, &last_avail, &last_used);
 		}
-		if (virtq_init(vq, &dev->gmem, vring.desc, vring.avail, vring.used, vring.size,
-			       last_avail, last_used, dev->features) < 0) {
+		/*
+		 * The layout is the device's, negotiated once (QEMU: packed=on). Packed ring
+		 * positions come and go in DPDK's vring base encoding, wrap counter in bit 15.
+		 */
+		if ((dev->features & (1ULL << VIRTIO_F_RING_PACKED) ?
+		     virtq_packed_init(vq, &dev->gmem, vring.desc_packed, vring.driver_event,
+				       vring.device_event, vring.size, last_avail, last_used,
+				       dev->features) :
+		     virtq_init(vq, &dev->gmem, vring.desc, vring.avail, vring.used, vring.size,
+				last_avail, last_used, dev->features)) < 0) {
 			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vring %u of size %u refused",
 				  dev->conf.cid, q, vring.size);
 			return -EINVAL;
 		}
-		virtq_set_per_entry_publish(vq, used_per_entry);
+		vq_set_per_entry_publish(vq, used_per_entry);
 		/*
 		 * Reading a kick eventfd consumes the kicks in it. A worker that sleeps on it
 		 * must be its only reader, so the statistics then count what the worker drains.
 		 */
-		if (wait_mode == VSOCK_PMD_WAIT_NOTIFY) {
+		if (workers_may_sleep()) {
 			vsock_stats_dev_ring(dev, q, -1);
 			dev_kick_fd_set(dev, q, vring.kickfd);
 		} else {
 			vsock_stats_dev_ring(dev, q, vring.kickfd);
 		}
 		/* Polling: the guest need not kick us (notify mode asks only while idle). */
-		virtq_disable_guest_kicks(vq);
+		vq_disable_guest_kicks(vq);
 		dev->notify_pending[q] = false;
 		dev->broken_reported[q] = false;
 	}
@@ -222,14 +272,24 @@ static enum rte_vhost_msg_result pre_msg_handle(int vid, void *raw)
 		res = answer_get_config(dev, msg);
 		break;
 	case VHOST_USER_SET_MEM_TABLE:
+	case VHOST_USER_SET_VRING_NUM:
+	case VHOST_USER_SET_VRING_ADDR:
+	case VHOST_USER_SET_VRING_BASE:
+	case VHOST_USER_SET_VRING_KICK:
 		/*
-		 * DPDK unmaps the old regions while handling this message: take the device
-		 * off its worker first, and put it back in post_msg_handle.
+		 * DPDK unmaps the old regions, or moves, resizes, repositions a ring or replaces
+		 * its kick eventfd, while handling these: take a running device off its worker
+		 * first, and load its rings again in post_msg_handle.
 		 */
-		if (dev->running && dev->vid == vid && !dev->remapping) {
+		if (!dev->running || dev->vid != vid)
+			break;
+		if (!dev->remapping) {
 			worker_detach(dev->worker, dev);
 			dev->remapping = true;
 		}
+		if (msg->request == VHOST_USER_SET_VRING_BASE &&
+		    msg->payload.state.index < VSOCK_NR_VQ)
+			dev->rebase[msg->payload.state.index] = true;
 		break;
 	default:
 		break;
@@ -244,24 +304,26 @@ static enum rte_vhost_msg_result post_msg_handle(int vid, void *raw)
 	struct vhost_user_msg *msg = raw;
 	struct vsock_dev *dev;
 
-	if (msg->request != VHOST_USER_SET_MEM_TABLE)
-		return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
-
 	pthread_mutex_lock(&devs_lock);
 	dev = dev_by_vid(vid);
-	if (dev && dev->remapping && dev->vid == vid) {
-		dev->remapping = false;
+	/*
+	 * Any message may complete what a change left half done (SET_MEM_TABLE before the
+	 * SET_VRING_ADDR that moves the rings into the new memory): try again after each.
+	 */
+	if (dev && dev->remapping && dev->running && dev->vid == vid) {
 		if (dev_load_rings(dev, true) == 0) {
+			dev->remapping = false;
+			memset(dev->rebase, 0, sizeof(dev->rebase));
 			worker_attach(dev->worker, dev);
-			VSOCK_LOG(INFO, "VM cid %" PRIu64 ": memory table replaced", dev->conf.cid);
+			VSOCK_LOG(INFO, "VM cid %" PRIu64 ": rings loaded again after request %u",
+				  dev->conf.cid, msg->request);
 		} else {
-			/* Without memory the device cannot run: it stays off its worker. */
-			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": stopped, new memory table unusable",
-				  dev->conf.cid);
-			dev->running = false;
-			ep_sibling_set_running(dev->conf.cid, false);
-			dev->vid = -1;
-			conn_table_reset(dev->conns);
+			/*
+			 * Not a reason to drop the guest's connections: the frontend may still set
+			 * the rings, or stop the device (GET_VRING_BASE), which ends them.
+			 */
+			VSOCK_LOG(WARNING, "VM cid %" PRIu64 ": waits for its rings after request "
+				  "%u", dev->conf.cid, msg->request);
 		}
 	}
 	pthread_mutex_unlock(&devs_lock);
@@ -371,6 +433,7 @@ static void destroy_device(int vid)
 	/* No new guest-to-guest connection is routed here; the table reset ends the others. */
 	ep_sibling_set_running(dev->conf.cid, false);
 	dev->remapping = false;
+	memset(dev->rebase, 0, sizeof(dev->rebase));
 	dev->vid = -1;
 	/*
 	 * DPDK answers GET_VRING_BASE with these: the frontend resumes from them. The
@@ -413,10 +476,14 @@ static int dev_register(struct vsock_dev *dev)
 	const char *path = dev->conf.socket_path;
 	struct stat st;
 
-	/* app validation refused live sockets; what is left is a stale one from a crash. */
-	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+	/*
+	 * app validation refused live sockets; what is left is a stale one from a crash. A
+	 * client's socket is the frontend's: DPDK connects, and reconnects every second
+	 * until it is back if it goes away.
+	 */
+	if (!dev->conf.client && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(path);
-	if (rte_vhost_driver_register(path, 0) < 0) {
+	if (rte_vhost_driver_register(path, dev->conf.client ? RTE_VHOST_USER_CLIENT : 0) < 0) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create vhost-user socket %s",
 			  dev->conf.cid, path);
 		return -EIO;
@@ -450,9 +517,11 @@ static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
 	cc.uds_path = dev->conf.uds_path;
 	cc.listen_fd = dev->listen_fd;
 	cc.pool = pools[dev->numa_node];
+	cc.mbuf_quota = quotas[dev->numa_node];
 	cc.socket_id = dev->numa_node;
 	cc.route = ep_route;
 	cc.incoming = ep_sibling_incoming(dev->conf.cid);
+	cc.waker = worker_waker(dev->worker);
 	dev->conns = conn_table_create(&cc);
 	if (!dev->conns) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create its connection table: %s",
@@ -537,14 +606,23 @@ static int pools_create(const struct vsock_pmd_conf *conf, struct worker *const 
 			continue;
 		unsigned int n = conf->mbufs_per_vm * per_node[i] - 1;
 
+		unsigned int cache = RTE_MIN(MBUF_CACHE, n / 8);
+		/* What per-lcore caches may keep out of reach of the other lcores (1.5 x each). */
+		unsigned int slack = rte_lcore_count() * cache * 3 / 2;
+
 		snprintf(name, sizeof(name), "vsock_payload_%u", i);
-		pools[i] = rte_pktmbuf_pool_create(name, n, RTE_MIN(MBUF_CACHE, n / 8), 0,
+		pools[i] = rte_pktmbuf_pool_create(name, n, cache, 0,
 						   RTE_MBUF_DEFAULT_BUF_SIZE, (int)i);
 		if (!pools[i]) {
 			VSOCK_LOG(ERR, "cannot create the payload mempool of NUMA node %u: %s", i,
 				  rte_strerror(rte_errno));
 			return -ENOMEM;
 		}
+		/*
+		 * Every VM of the node gets an equal share of what the caches leave, so that
+		 * none can hold the mbufs another needs: a VM that runs out of its own waits.
+		 */
+		quotas[i] = RTE_MAX((n > 2 * slack ? n - slack : n / 2) / per_node[i], 2u);
 	}
 	return 0;
 }
@@ -556,9 +634,10 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 	unsigned int i;
 	int rc;
 
+	if (conf->idle_us > VSOCK_PMD_IDLE_US_MAX)
+		return -EINVAL;
 	used_per_entry = conf->used_per_entry;
-	wait_mode = conf->wait_mode;
-	workers_set_wait_mode(wait_mode);
+	workers_set_wait_mode(conf->wait_mode, conf->idle_us);
 	rc = devs_place(conf, home);
 	if (rc == 0)
 		rc = pools_create(conf, home);
@@ -592,6 +671,7 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 		dev->kick_fd[VSOCK_VQ_TX] = -1;
 		dev->worker = home[i];
 		dev->numa_node = node;
+		ep_sibling_set_waker(dev->conf.cid, worker_waker(dev->worker));
 		vsock_stats_dev_init(dev);
 		pthread_mutex_lock(&devs_lock);
 		devs[i] = dev;

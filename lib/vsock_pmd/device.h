@@ -52,7 +52,7 @@ struct vsock_dev {
 	bool rings_busy;		/* the last poll did some work */
 	uint64_t host_epoll_tsc;	/* last socket readiness check */
 	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */
-	/* --wait-mode notify: our dup of each ring's kick eventfd (the worker sleeps on it). */
+	/* --wait-mode notify/adaptive: our dup of each ring's kick eventfd (the worker sleeps on it). */
 	int kick_fd[VSOCK_NR_VQ];
 	struct vsock_dev_stats stats;
 
@@ -64,7 +64,12 @@ struct vsock_dev {
 	/* Control state, under the device table lock. */
 	int vid;		/* -1 while no frontend is connected */
 	bool running;		/* between new_device and destroy_device */
-	bool remapping;		/* SET_MEM_TABLE in progress: the worker is off the device */
+	/*
+	 * The frontend is changing the memory table or a ring of the running device: the
+	 * worker is off it until its rings load again (post_msg_handle).
+	 */
+	bool remapping;
+	bool rebase[VSOCK_NR_VQ];	/* SET_VRING_BASE while running: take the new position */
 	uint64_t features;
 	struct rte_vhost_memory *mem;
 	/* Placed by vsock_devs_create() for the life of the process; polls it while running. */

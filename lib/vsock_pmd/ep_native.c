@@ -250,6 +250,7 @@ int vsock_native_connect(uint64_t cid, uint32_t port, int type)
 		ep_ring_release(p, 0, EP_RING_RST);
 		return -ENOBUFS;
 	}
+	ep_sibling_wake(cid);
 	return make_handle(p->gen, p->idx);
 }
 
@@ -350,7 +351,10 @@ int vsock_native_send_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 			rte_pktmbuf_lastseg(pkts[i])->packet_type = EP_RING_EOM | EP_RING_EOR;
 	}
 	/* Single producer: every one of the n fits, as counted above. */
-	return (int)rte_ring_sp_enqueue_burst(out, (void **)pkts, n, NULL);
+	n = (uint16_t)rte_ring_sp_enqueue_burst(out, (void **)pkts, n, NULL);
+	if (n)
+		ep_ring_wake(p, !s);	/* the worker may sleep */
+	return n;
 }
 
 /* SEQPACKET: pieces from the ring become whole messages, one mbuf chain each. */
@@ -407,6 +411,9 @@ int vsock_native_recv_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 		got = (int)rte_ring_sc_dequeue_burst(in, (void **)pkts, n, NULL);
 	if (got == 0 && n && (peer & EP_RING_SHUT_SEND) && rte_ring_empty(in))
 		return -ESHUTDOWN;
+	/* Room in the ring: the worker may sleep with the guest's data waiting for it. */
+	if (got > 0)
+		ep_ring_wake(p, !s);
 	return got;
 }
 

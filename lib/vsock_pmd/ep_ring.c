@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include <rte_errno.h>
 #include <rte_malloc.h>
@@ -111,8 +112,24 @@ struct ep_ring *ep_ring_alloc(void)
 	p->prog_open = 0;
 	p->msg_head = NULL;
 	p->msg_tail = NULL;
+	p->waker[0] = NULL;
+	p->waker[1] = NULL;
 	p->refs = 2;
 	return p;
+}
+
+void ep_waker_wake(struct ep_waker *w)
+{
+	uint64_t one = 1;
+
+	ssize_t rc;
+
+	/* The first far side to see the announcement writes; the sleeper clears it anyway. */
+	if (!__atomic_exchange_n(&w->sleeping, 0, __ATOMIC_RELAXED))
+		return;
+	/* Only EAGAIN can fail it: the counter is full, so the worker wakes anyway. */
+	rc = write(w->fd, &one, sizeof(one));
+	RTE_SET_USED(rc);
 }
 
 void ep_ring_release(struct ep_ring *p, unsigned int side, uint32_t flags)

@@ -40,6 +40,36 @@
 /* Source port the native API's connects use: above both guest ports and hybrid vsock's. */
 #define EP_RING_NATIVE_PORT_FIRST (1u << 31)
 
+/**
+ * How a worker lcore that sleeps while idle (--wait-mode notify) is woken by the far sides
+ * of its ring connections: it sets @p sleeping, then looks at every ring once more, then
+ * sleeps on @p fd. A far side that changes a ring or a flag and then finds @p sleeping set
+ * writes @p fd. One of the two always sees the other's store (both fence in between), so
+ * no change is missed; and a polling lcore costs a far side a fence and a load, no syscall.
+ */
+struct ep_waker {
+	uint32_t sleeping;
+	int fd;		/* eventfd in the worker's epoll set */
+};
+
+/** Slow path of ep_wake(): clear @p w->sleeping and write its eventfd once. */
+void ep_waker_wake(struct ep_waker *w);
+
+/** After a change the lcore behind @p w must see: wake it if it announced a sleep. */
+static inline void ep_wake(struct ep_waker *w)
+{
+	if (w == NULL)
+		return;
+	/*
+	 * Full fence (store->load): the ring or flag we just changed is visible before we read
+	 * sleeping. Pairs with the worker's fence between its store of sleeping and its last
+	 * look at the rings (worker_sleep()).
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->sleeping, __ATOMIC_RELAXED))
+		ep_waker_wake(w);
+}
+
 struct ep_ring {
 	/* The connection, written by side 0 before it publishes the ep_ring. */
 	uint64_t src_cid;
@@ -60,6 +90,8 @@ struct ep_ring {
 
 	uint32_t flags[2] __rte_cache_aligned;
 	struct rte_ring *r[2];
+	/* The worker polling each side, if it may sleep; NULL for a program (it polls). */
+	struct ep_waker *waker[2];
 } __rte_cache_aligned;
 
 /**
@@ -83,10 +115,30 @@ struct ep_ring *ep_ring_at(uint32_t idx);
  */
 struct ep_ring *ep_ring_alloc(void);
 
-/** Set @p flag on @p side (release: everything enqueued before is visible with it). */
+/** Wake the worker polling @p side of @p p if it sleeps: data or room for it, or flags. */
+static inline void ep_ring_wake(struct ep_ring *p, unsigned int side)
+{
+	ep_wake(__atomic_load_n(&p->waker[side], __ATOMIC_RELAXED));
+}
+
+/**
+ * @p side's poller is @p w (NULL: a program). Before any look at the ring by that side's
+ * poller: a far side that changes the ring earlier finds no waker, and the poller's look
+ * before its next sleep sees the change.
+ */
+static inline void ep_ring_set_waker(struct ep_ring *p, unsigned int side, struct ep_waker *w)
+{
+	__atomic_store_n(&p->waker[side], w, __ATOMIC_RELAXED);
+}
+
+/**
+ * Set @p flag on @p side (release: everything enqueued before is visible with it), and
+ * wake the other side's worker.
+ */
 static inline void ep_ring_set(struct ep_ring *p, unsigned int side, uint32_t flag)
 {
 	__atomic_fetch_or(&p->flags[side], flag, __ATOMIC_RELEASE);
+	ep_ring_wake(p, !side);
 }
 
 /** Flags of @p side (acquire: pairs with ep_ring_set()). */

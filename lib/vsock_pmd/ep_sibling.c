@@ -14,6 +14,7 @@
 #include <rte_ring.h>
 
 #include "ep_native.h"
+#include "ep_ring.h"
 #include "ep_sibling.h"
 #include "log.h"
 
@@ -23,6 +24,7 @@ struct sibling_vm {
 	uint64_t cid;
 	uint64_t groups;	/* bit g: member of group g */
 	struct rte_ring *incoming;
+	struct ep_waker *waker;
 	bool running;
 };
 
@@ -98,6 +100,22 @@ struct rte_ring *ep_sibling_incoming(uint64_t cid)
 	struct sibling_vm *v = vm_by_cid(cid);
 
 	return v ? v->incoming : NULL;
+}
+
+void ep_sibling_set_waker(uint64_t cid, struct ep_waker *w)
+{
+	struct sibling_vm *v = vm_by_cid(cid);
+
+	if (v)
+		v->waker = w;
+}
+
+void ep_sibling_wake(uint64_t cid)
+{
+	struct sibling_vm *v = vm_by_cid(cid);
+
+	if (v)
+		ep_wake(v->waker);
 }
 
 void ep_sibling_set_running(uint64_t cid, bool running)

@@ -18,6 +18,7 @@
 
 #include <vsock_pmd.h>
 
+struct ep_waker;
 struct rte_ring;
 
 /** Connect requests (struct ep_ring *) waiting for one VM's table. */
@@ -34,6 +35,12 @@ void ep_sibling_fini(void);
 
 /** The incoming ring of VM @p cid (to give its connection table), or NULL. */
 struct rte_ring *ep_sibling_incoming(uint64_t cid);
+
+/** The worker polling VM @p cid, if it may sleep (ep_ring.h); set before any guest runs. */
+void ep_sibling_set_waker(uint64_t cid, struct ep_waker *w);
+
+/** After an enqueue on VM @p cid's incoming ring: wake its worker if it sleeps. */
+void ep_sibling_wake(uint64_t cid);
 
 /** A guest driver attached to VM @p cid (true) or went away (false). */
 void ep_sibling_set_running(uint64_t cid, bool running);

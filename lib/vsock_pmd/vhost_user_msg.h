@@ -11,6 +11,10 @@
 #include <stdint.h>
 
 #define VHOST_USER_SET_MEM_TABLE 5
+#define VHOST_USER_SET_VRING_NUM 8
+#define VHOST_USER_SET_VRING_ADDR 9
+#define VHOST_USER_SET_VRING_BASE 10
+#define VHOST_USER_SET_VRING_KICK 12
 #define VHOST_USER_GET_CONFIG 24
 
 #define VHOST_USER_PROTOCOL_F_CONFIG 9
@@ -33,6 +37,10 @@ struct vhost_user_msg {
 	uint32_t size;	/* payload bytes that follow */
 	union {
 		uint64_t u64;
+		struct {
+			uint32_t index;
+			uint32_t num;
+		} state;	/* SET_VRING_NUM, SET_VRING_BASE */
 		struct vhost_user_config config;
 	} payload;
 } __attribute__((packed));

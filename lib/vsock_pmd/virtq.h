@@ -2,10 +2,111 @@
 #ifndef VSOCK_VIRTQ_H
 #define VSOCK_VIRTQ_H
 
-/*
- * The virtqueue layout the engine uses. Only split rings exist today; a
- * packed ring would get its own virtq_packed.h behind this header.
+/**
+ * The virtqueue as the datapath sees it: split (virtq_split.h) or packed
+ * (virtq_packed.h), chosen per device when the features are negotiated.
+ * Each vq_*() call below is one branch on vq->packed, inlined, and then the
+ * layout's own function: the split path costs what it did before the
+ * packed layout existed. Semantics are those of the split engine's calls of
+ * the same name.
  */
+#include <endian.h>
+
+#include "virtq_packed.h"
 #include "virtq_split.h"
+
+#define VQ_PACKED(vq) __builtin_expect((vq)->packed, 0)
+
+static inline uint16_t vq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains,
+					uint16_t max)
+{
+	if (VQ_PACKED(vq))
+		return virtq_packed_dequeue_burst(vq, chains, max);
+	return virtq_dequeue_burst(vq, chains, max);
+}
+
+/** Complete chain @p c (as dequeued) with @p len bytes written into it. */
+static inline void vq_complete(struct virtq *vq, const struct virtq_chain *c, uint32_t len)
+{
+	if (VQ_PACKED(vq))
+		virtq_packed_complete(vq, c->head, c->ndescs, len);
+	else
+		virtq_complete(vq, c->head, len);
+}
+
+static inline uint16_t vq_unget(struct virtq *vq, uint16_t n)
+{
+	if (VQ_PACKED(vq))
+		return virtq_packed_unget(vq, n);
+	return virtq_unget(vq, n);
+}
+
+static inline void vq_flush(struct virtq *vq)
+{
+	if (VQ_PACKED(vq))
+		virtq_packed_flush(vq);
+	else
+		virtq_flush(vq);
+}
+
+static inline bool vq_should_notify(struct virtq *vq)
+{
+	if (VQ_PACKED(vq))
+		return virtq_packed_should_notify(vq);
+	return virtq_should_notify(vq);
+}
+
+/**
+ * The used index to hand rte_vhost_set_vring_base() before an interrupt:
+ * last_used_idx, except on a packed ring (virtq_packed_call_pos()).
+ */
+static inline uint16_t vq_call_used_idx(const struct virtq *vq)
+{
+	if (VQ_PACKED(vq))
+		return virtq_packed_call_pos(vq);
+	return vq->last_used_idx;
+}
+
+static inline void vq_disable_guest_kicks(struct virtq *vq)
+{
+	if (VQ_PACKED(vq))
+		virtq_packed_disable_guest_kicks(vq);
+	else
+		virtq_disable_guest_kicks(vq);
+}
+
+/**
+ * Ask for a kick at the next buffer the guest makes available (used->flags
+ * cleared and, with EVENT_IDX, avail_event at our position; packed: ENABLE).
+ * The caller fences before it looks at the ring again.
+ */
+static inline void vq_enable_guest_kicks(struct virtq *vq)
+{
+	if (VQ_PACKED(vq)) {
+		virtq_packed_enable_guest_kicks(vq);
+		return;
+	}
+	__atomic_store_n(&vq->used->flags, 0, __ATOMIC_RELAXED);
+	if (vq->event_idx)
+		__atomic_store_n((uint16_t *)&vq->used->ring[vq->size],
+				 htole16(vq->last_avail_idx), __ATOMIC_RELAXED);
+}
+
+/** Whether the guest made a buffer available that we have not taken (relaxed look). */
+static inline bool vq_avail_pending(const struct virtq *vq)
+{
+	if (VQ_PACKED(vq))
+		return virtq_packed_avail_pending(vq);
+	return !vq->broken &&
+	       le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_RELAXED)) != vq->last_avail_idx;
+}
+
+static inline void vq_set_per_entry_publish(struct virtq *vq, bool on)
+{
+	if (VQ_PACKED(vq))
+		virtq_packed_set_per_entry_publish(vq, on);
+	else
+		virtq_set_per_entry_publish(vq, on);
+}
 
 #endif /* VSOCK_VIRTQ_H */

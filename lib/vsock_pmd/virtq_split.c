@@ -31,6 +31,7 @@ static const char *const virtq_err_names[VIRTQ_ERR_MAX] = {
 	[VIRTQ_ERR_PIECES] = "pieces",
 	[VIRTQ_ERR_CHAIN_LEN] = "chain_len",
 	[VIRTQ_ERR_USED_ID] = "used_id",
+	[VIRTQ_ERR_CHAIN_AVAIL] = "chain_avail",
 };
 
 const char *virtq_err_str(enum virtq_err err)

@@ -56,6 +56,7 @@ enum virtq_err {
 	VIRTQ_ERR_PIECES,		/**< more than VIRTQ_CHAIN_MAX_PIECES pieces */
 	VIRTQ_ERR_CHAIN_LEN,		/**< readable or writable total >= 4 GiB */
 	VIRTQ_ERR_USED_ID,		/**< caller completed a head >= size (dropped) */
+	VIRTQ_ERR_CHAIN_AVAIL,		/**< packed: NEXT into a descriptor not available */
 	VIRTQ_ERR_MAX
 };
 
@@ -77,22 +78,50 @@ struct virtq_chain {
 	uint16_t head;
 	uint16_t nr_readable;		/**< pieces[0, nr_readable) */
 	uint16_t nr_pieces;		/**< pieces[nr_readable, nr_pieces) writable */
+	/** Packed rings: ring descriptors the chain took (what its completion skips). */
+	uint16_t ndescs;
 	uint32_t readable_len;
 	uint32_t writable_len;
 	struct guest_mem_piece pieces[VIRTQ_CHAIN_MAX_PIECES];
 };
 
+/** One completion waiting in a packed ring's shadow (host order). */
+struct virtq_packed_used {
+	uint16_t id;		/**< buffer id */
+	uint16_t ndescs;	/**< ring descriptors the chain took */
+	uint32_t len;
+};
+
+/*
+ * One queue of either layout. virtq_init() sets up a split ring,
+ * virtq_packed_init() (virtq_packed.h) a packed one; the layout-independent
+ * calls in virtq.h dispatch on @p packed. The split engine never reads the
+ * packed members.
+ */
 struct virtq {
 	/* Hot fields, read on every burst. */
-	struct vring_desc *desc;
-	struct vring_avail *avail;
-	struct vring_used *used;
+	union {
+		struct vring_desc *desc;
+		struct vring_packed_desc *pdesc;		/**< packed: the ring */
+	};
+	union {
+		struct vring_avail *avail;
+		struct vring_packed_desc_event *driver_event;	/**< packed: driver's suppression */
+	};
+	union {
+		struct vring_used *used;
+		struct vring_packed_desc_event *device_event;	/**< packed: ours */
+	};
 	const struct guest_mem *mem;
 	uint16_t size;
 	uint16_t mask;
-	/** Next avail ring slot to read (free-running). */
+	/**
+	 * Next avail ring slot to read (free-running). Packed ring: the next
+	 * descriptor to read, index in bits 0-14 and wrap counter in bit 15 (the
+	 * vhost-user vring base encoding).
+	 */
 	uint16_t last_avail_idx;
-	/** Value of used->idx as last published by us (free-running). */
+	/** Value of used->idx as last published by us (free-running); packed: as above. */
 	uint16_t last_used_idx;
 	uint16_t shadow_count;
 	uint16_t shadow_cap;
@@ -106,9 +135,18 @@ struct virtq {
 	/** Publish each completion at once (one used->idx store per entry). */
 	bool per_entry_publish;
 	bool broken;
+	/** Packed layout (VIRTIO_F_RING_PACKED): see virtq_packed.h. */
+	bool packed;
 	enum virtq_err broken_reason;
 	struct virtq_stats stats;
-	struct vring_used_elem shadow[VIRTQ_SHADOW_MAX];
+	union {
+		struct vring_used_elem shadow[VIRTQ_SHADOW_MAX];
+		struct {
+			struct virtq_packed_used pshadow[VIRTQ_SHADOW_MAX];
+			/** Ring position of each chain of the last dequeue, for unget. */
+			uint16_t pstart[VIRTQ_SHADOW_MAX];
+		};
+	};
 };
 
 /**

@@ -28,6 +28,7 @@
 #include "conn.h"
 #include "datapath.h"
 #include "device.h"
+#include "ep_ring.h"
 #include "log.h"
 #include "worker.h"
 
@@ -45,6 +46,11 @@ enum worker_op { WORKER_ATTACH, WORKER_DETACH, WORKER_RUN };
 #define WAIT_EVENTS 32
 /* Bounds how late a connection timer fires while the worker sleeps. */
 #define WAIT_TIMEOUT_MS 10
+/*
+ * --wait-mode adaptive: most pause instructions between two polls while backing off (on the
+ * order of 10-100 us, depending on the CPU's pause latency).
+ */
+#define BACKOFF_MAX_PAUSES 1024u
 
 /* One request to the worker: a device to take or drop, or a function to run between polls. */
 struct worker_req {
@@ -73,6 +79,11 @@ struct worker {
 	struct worker_stats stats;
 	int epfd;		/* notify mode: kick eventfds, host sockets, wake_fd */
 	int wake_fd;		/* eventfd the control side writes after a request or stop */
+	/* Adaptive mode: TSC at the first round without work since the last busy one, or 0. */
+	uint64_t idle_since;
+	unsigned int backoff;	/* pauses between polls while backing off */
+	/* Read by the far sides of ring connections on every change: a line of its own. */
+	struct ep_waker waker __rte_cache_aligned;
 
 	/* Control-private, under ctl_lock. */
 	pthread_mutex_t ctl_lock;
@@ -84,10 +95,18 @@ struct worker {
 static struct worker *workers[RTE_MAX_LCORE];
 static unsigned int nb_workers;
 static enum vsock_pmd_wait_mode wait_mode;
+static uint64_t idle_cycles;	/* adaptive: idle time before the backoff, and its length */
 
-void workers_set_wait_mode(enum vsock_pmd_wait_mode mode)
+void workers_set_wait_mode(enum vsock_pmd_wait_mode mode, unsigned int idle_us)
 {
 	wait_mode = mode;
+	idle_cycles = rte_get_tsc_hz() / 1000000 *
+		      (idle_us ? idle_us : VSOCK_PMD_IDLE_US_DEFAULT);
+}
+
+bool workers_may_sleep(void)
+{
+	return wait_mode != VSOCK_PMD_WAIT_POLL;
 }
 
 /* Notify mode: add (EPOLL_CTL_ADD) or remove (EPOLL_CTL_DEL) what wakes the worker for @p dev. */
@@ -116,13 +135,18 @@ static void wake(struct worker *w)
 {
 	uint64_t one = 1;
 
-	if (wait_mode == VSOCK_PMD_WAIT_NOTIFY && write(w->wake_fd, &one, sizeof(one)) < 0)
+	if (workers_may_sleep() && write(w->wake_fd, &one, sizeof(one)) < 0)
 		VSOCK_LOG(ERR, "lcore %u: cannot wake: %s", w->lcore_id, strerror(errno));
 }
 
 unsigned int worker_lcore(const struct worker *w)
 {
 	return w->lcore_id;
+}
+
+struct ep_waker *worker_waker(struct worker *w)
+{
+	return workers_may_sleep() ? &w->waker : NULL;
 }
 
 static void apply_request(struct worker *w, const struct worker_req *req)
@@ -133,14 +157,14 @@ static void apply_request(struct worker *w, const struct worker_req *req)
 	case WORKER_ATTACH:
 		RTE_VERIFY(w->nb_devs < WORKER_MAX_DEVS);
 		w->devs[w->nb_devs++] = req->dev;
-		if (wait_mode == VSOCK_PMD_WAIT_NOTIFY)
+		if (workers_may_sleep())
 			watch_dev(w, req->dev, EPOLL_CTL_ADD);
 		break;
 	case WORKER_DETACH:
 		for (i = 0; i < w->nb_devs; i++) {
 			if (w->devs[i] == req->dev) {
 				w->devs[i] = w->devs[--w->nb_devs];
-				if (wait_mode == VSOCK_PMD_WAIT_NOTIFY)
+				if (workers_may_sleep())
 					watch_dev(w, req->dev, EPOLL_CTL_DEL);
 				break;
 			}
@@ -207,6 +231,16 @@ static void worker_sleep(struct worker *w)
 
 	for (i = 0; i < w->nb_devs; i++)
 		ready |= vsock_dev_kicks_arm(w->devs[i]);
+	/*
+	 * Ring connections have no kick: announce the sleep, then look at every one of them
+	 * once more. A far side that changes one after this look finds the announcement and
+	 * writes wake_fd (ep_wake()).
+	 */
+	__atomic_store_n(&w->waker.sleeping, 1, __ATOMIC_RELAXED);
+	/* Full fence (store->load): pairs with the one in ep_wake(). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (i = 0; i < w->nb_devs; i++)
+		ready |= conn_rings_sweep(w->devs[i]->conns) != 0;
 	/* A request posted after this load also writes wake_fd, which ends the wait. */
 	if (!ready && __atomic_load_n(&w->req_seq, __ATOMIC_ACQUIRE) == w->seen_seq &&
 	    !__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
@@ -227,8 +261,40 @@ static void worker_sleep(struct worker *w)
 				__atomic_fetch_add(&dev->history.kicks[tag], v, __ATOMIC_RELAXED);
 		}
 	}
+	__atomic_store_n(&w->waker.sleeping, 0, __ATOMIC_RELAXED);
 	for (i = 0; i < w->nb_devs; i++)
 		vsock_dev_kicks_disarm(w->devs[i]);
+}
+
+/*
+ * Adaptive mode, after every round: poll while there is work and for idle_cycles after it;
+ * then poll with more and more pause instructions in between, for idle_cycles again; then
+ * sleep as notify mode does. After a wakeup the first round that finds work starts over at
+ * full polling, and a round that finds none sleeps again at once.
+ */
+static void worker_adapt(struct worker *w, bool busy)
+{
+	uint64_t now, idle;
+	unsigned int i;
+
+	if (busy) {
+		w->idle_since = 0;
+		w->backoff = 0;
+		return;
+	}
+	now = rte_get_tsc_cycles();
+	if (w->idle_since == 0)
+		w->idle_since = now;
+	idle = now - w->idle_since;
+	if (idle < idle_cycles) {
+		rte_pause();
+	} else if (idle < 2 * idle_cycles) {
+		w->backoff = RTE_MIN(RTE_MAX(w->backoff * 2, 1u), BACKOFF_MAX_PAUSES);
+		for (i = 0; i < w->backoff; i++)
+			rte_pause();
+	} else {
+		worker_sleep(w);
+	}
 }
 
 static int worker_loop(void *arg)
@@ -254,9 +320,11 @@ static int worker_loop(void *arg)
 		w->stats.polls++;
 		if (work)
 			w->stats.busy_polls++;
-		else if (wait_mode == VSOCK_PMD_WAIT_NOTIFY)
+		if (wait_mode == VSOCK_PMD_WAIT_ADAPTIVE)
+			worker_adapt(w, work != 0);
+		else if (!work && wait_mode == VSOCK_PMD_WAIT_NOTIFY)
 			worker_sleep(w);
-		else
+		else if (!work)
 			rte_pause();
 	}
 	return 0;
@@ -378,6 +446,7 @@ int workers_start(void)
 		w->lcore_id = lcore;
 		workers[nb_workers++] = w;
 		w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		w->waker.fd = w->wake_fd;
 		w->epfd = epoll_create1(EPOLL_CLOEXEC);
 		if (w->wake_fd < 0 || w->epfd < 0 ||
 		    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd,

@@ -20,8 +20,14 @@ struct worker_stats {
 
 #include <vsock_pmd.h>
 
-/** How idle workers wait (vsock_pmd_conf.wait_mode); set before the first device attaches. */
-void workers_set_wait_mode(enum vsock_pmd_wait_mode mode);
+/**
+ * How idle workers wait (vsock_pmd_conf.wait_mode, and idle_us for adaptive, 0 for the
+ * default); set before the first device attaches.
+ */
+void workers_set_wait_mode(enum vsock_pmd_wait_mode mode, unsigned int idle_us);
+
+/** Whether workers may sleep on kick eventfds (notify and adaptive modes). */
+bool workers_may_sleep(void);
 
 /** Create one worker per EAL worker lcore and launch its polling loop. */
 int workers_start(void);
@@ -31,6 +37,14 @@ void workers_stop(void);
 
 /** lcore a worker runs on, for log lines and placement decisions. */
 unsigned int worker_lcore(const struct worker *w);
+
+struct ep_waker;
+
+/**
+ * What wakes @p w from its sleep for a ring connection (ep_ring.h), or NULL when workers
+ * never sleep. Valid after workers_set_wait_mode().
+ */
+struct ep_waker *worker_waker(struct worker *w);
 
 /** Returns once @p w polls @p dev. Control thread only. */
 void worker_attach(struct worker *w, struct vsock_dev *dev);

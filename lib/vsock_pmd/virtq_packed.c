@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <endian.h>
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "virtq_packed.h"
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+/* Keeps the compiler from re-reading guest memory in place of a local copy. */
+#define compiler_barrier() __asm__ volatile("" ::: "memory")
+
+#define DESC_F_AVAIL	(1u << VRING_PACKED_DESC_F_AVAIL)
+#define DESC_F_USED	(1u << VRING_PACKED_DESC_F_USED)
+
+static inline uint16_t pos_idx(uint16_t pos)
+{
+	return pos & VIRTQ_PACKED_IDX_MASK;
+}
+
+static inline bool pos_wrap(uint16_t pos)
+{
+	return pos & VIRTQ_PACKED_WRAP;
+}
+
+/* @p pos moved on by @p n <= size descriptors; the wrap counter flips at the end of the ring. */
+static inline uint16_t pos_add(uint16_t pos, uint32_t n, uint16_t size)
+{
+	uint32_t idx = pos_idx(pos) + n;
+
+	if (idx >= size) {
+		idx -= size;
+		pos ^= VIRTQ_PACKED_WRAP;
+	}
+	return (uint16_t)((pos & VIRTQ_PACKED_WRAP) | idx);
+}
+
+/*
+ * A position on a line of two laps, [0, 2 * size): the wrap counter starts
+ * at 1, so the first lap is the one with the counter set.
+ */
+static inline uint32_t pos_lin(uint16_t pos, uint16_t size)
+{
+	return pos_idx(pos) + (pos_wrap(pos) ? 0u : size);
+}
+
+/* Descriptors from @p a forward to @p b, modulo two laps. */
+static inline uint32_t pos_dist(uint16_t a, uint16_t b, uint16_t size)
+{
+	uint32_t la = pos_lin(a, size), lb = pos_lin(b, size);
+
+	return lb >= la ? lb - la : lb + 2u * size - la;
+}
+
+/* Available: AVAIL matches the wrap counter of the position, USED does not. */
+static inline bool desc_avail(uint16_t flags, bool wrap)
+{
+	return !!(flags & DESC_F_AVAIL) == wrap && !!(flags & DESC_F_USED) != wrap;
+}
+
+int virtq_packed_init(struct virtq *vq, const struct guest_mem *mem,
+		      struct vring_packed_desc *desc, struct vring_packed_desc_event *driver_event,
+		      struct vring_packed_desc_event *device_event, uint16_t size,
+		      uint16_t last_avail, uint16_t last_used, uint64_t features)
+{
+	if (size == 0 || size > VIRTQ_MAX_SIZE || pos_idx(last_avail) >= size ||
+	    pos_idx(last_used) >= size)
+		return -EINVAL;
+	if (mem == NULL || desc == NULL || driver_event == NULL || device_event == NULL ||
+	    ((uintptr_t)desc & 15) != 0 || ((uintptr_t)driver_event & 3) != 0 ||
+	    ((uintptr_t)device_event & 3) != 0)
+		return -EFAULT;
+
+	/* The shadow arrays need no clearing: shadow_count and unget_max guard them. */
+	memset(vq, 0, offsetof(struct virtq, shadow));
+	vq->packed = true;
+	vq->pdesc = desc;
+	vq->driver_event = driver_event;
+	vq->device_event = device_event;
+	vq->mem = mem;
+	vq->size = size;
+	vq->last_avail_idx = last_avail;
+	vq->last_used_idx = last_used;
+	vq->shadow_cap = size < VIRTQ_SHADOW_MAX ? size : VIRTQ_SHADOW_MAX;
+	vq->event_idx = (features >> VIRTIO_RING_F_EVENT_IDX) & 1;
+	vq->indirect = (features >> VIRTIO_RING_F_INDIRECT_DESC) & 1;
+	return 0;
+}
+
+static void mark_broken(struct virtq *vq, enum virtq_err err)
+{
+	vq->broken = true;
+	vq->broken_reason = err;
+	vq->stats.errors[err]++;
+}
+
+/* What a chain walk has gathered so far. */
+struct walk {
+	uint64_t rlen, wlen;
+	unsigned int np, nr;
+};
+
+/* One buffer of the chain: checked, translated, appended to c's pieces. */
+static inline enum virtq_err add_buf(const struct virtq *vq, struct virtq_chain *c,
+				     struct walk *w, uint64_t addr, uint32_t len, uint16_t flags)
+{
+	int k;
+
+	if (unlikely(len == 0))
+		return VIRTQ_ERR_DESC_LEN;
+	if (flags & VRING_DESC_F_WRITE) {
+		w->wlen += len;
+	} else {
+		if (unlikely(w->np != w->nr))
+			return VIRTQ_ERR_DESC_ORDER;
+		w->rlen += len;
+	}
+	if (unlikely((w->rlen | w->wlen) > UINT32_MAX))
+		return VIRTQ_ERR_CHAIN_LEN;
+	k = guest_mem_translate(vq->mem, addr, len, &c->pieces[w->np],
+				VIRTQ_CHAIN_MAX_PIECES - w->np);
+	if (unlikely(k < 0))
+		return k == -ENOSPC ? VIRTQ_ERR_PIECES : VIRTQ_ERR_DESC_ADDR;
+	w->np += k;
+	if (!(flags & VRING_DESC_F_WRITE))
+		w->nr = w->np;
+	return VIRTQ_ERR_NONE;
+}
+
+/* Copy bytes [off, off + len) of a table laid over host pieces. */
+static void table_copy(const struct guest_mem_piece *p, unsigned int n, uint64_t off,
+		       void *dst, uint32_t len)
+{
+	uint8_t *d = dst;
+	unsigned int i;
+
+	for (i = 0; i < n && len != 0; i++) {
+		uint32_t chunk;
+
+		if (off >= p[i].len) {
+			off -= p[i].len;
+			continue;
+		}
+		chunk = p[i].len - (uint32_t)off;
+		if (chunk > len)
+			chunk = len;
+		memcpy(d, (const uint8_t *)p[i].addr + off, chunk);
+		d += chunk;
+		len -= chunk;
+		off = 0;
+	}
+}
+
+/*
+ * The buffers of an indirect table: every entry in order (NEXT and the id
+ * are reserved there). Each entry is copied before use. The walk ends within
+ * VIRTQ_CHAIN_MAX_PIECES + 1 entries whatever the table's length: every
+ * entry either fails or adds at least one piece.
+ */
+static enum virtq_err walk_indirect(const struct virtq *vq, struct virtq_chain *c,
+				    struct walk *w, uint64_t addr, uint32_t len)
+{
+	struct guest_mem_piece tp[GUEST_MEM_MAX_REGIONS];
+	uint32_t i, entries;
+	int k;
+
+	if (len == 0 || len % sizeof(struct vring_packed_desc) != 0)
+		return VIRTQ_ERR_INDIRECT_LEN;
+	k = guest_mem_translate(vq->mem, addr, len, tp, GUEST_MEM_MAX_REGIONS);
+	if (k < 0)
+		return VIRTQ_ERR_INDIRECT_ADDR;
+	entries = len / sizeof(struct vring_packed_desc);
+	for (i = 0; i < entries; i++) {
+		struct vring_packed_desc d;
+		enum virtq_err err;
+		uint16_t flags;
+
+		if (likely(k == 1))
+			memcpy(&d, (const uint8_t *)tp[0].addr + (size_t)i * sizeof(d), sizeof(d));
+		else
+			table_copy(tp, k, (uint64_t)i * sizeof(d), &d, sizeof(d));
+		compiler_barrier();
+		flags = le16toh(d.flags);
+		if (unlikely(flags & VRING_DESC_F_INDIRECT))
+			return VIRTQ_ERR_INDIRECT_NESTED;
+		err = add_buf(vq, c, w, le64toh(d.addr), le32toh(d.len), flags);
+		if (unlikely(err != VIRTQ_ERR_NONE))
+			return err;
+	}
+	return VIRTQ_ERR_NONE;
+}
+
+/*
+ * Walk the chain whose first descriptor is at @p pos and whose flags were
+ * loaded (with acquire) as @p head_flags. Every descriptor is copied once
+ * before use; a descriptor after the first must be available too (the spec
+ * wants every flag of a chain set right), which also ends the walk within
+ * one ring's worth of descriptors.
+ */
+static enum virtq_err walk(const struct virtq *vq, uint16_t pos, uint16_t head_flags,
+			   struct virtq_chain *c)
+{
+	struct walk w = { 0 };
+	uint32_t n = 0;
+	uint16_t id;
+
+	for (;;) {
+		struct vring_packed_desc d;
+		enum virtq_err err;
+		uint16_t flags;
+		uint32_t len;
+
+		memcpy(&d, &vq->pdesc[pos_idx(pos)], sizeof(d));
+		compiler_barrier();
+		if (n == 0) {
+			flags = head_flags;
+		} else {
+			flags = le16toh(d.flags);
+			if (unlikely(!desc_avail(flags, pos_wrap(pos))))
+				return VIRTQ_ERR_CHAIN_AVAIL;
+		}
+		if (unlikely(++n > vq->size))
+			return VIRTQ_ERR_LOOP;
+		len = le32toh(d.len);
+		id = le16toh(d.id);
+
+		if (unlikely(flags & VRING_DESC_F_INDIRECT)) {
+			/* A table stands alone: never chained by NEXT, either side. */
+			if (!vq->indirect)
+				return VIRTQ_ERR_INDIRECT_FEATURE;
+			if (n > 1 || (flags & VRING_DESC_F_NEXT))
+				return VIRTQ_ERR_INDIRECT_NEXT;
+			err = walk_indirect(vq, c, &w, le64toh(d.addr), len);
+			if (err != VIRTQ_ERR_NONE)
+				return err;
+			break;
+		}
+		err = add_buf(vq, c, &w, le64toh(d.addr), len, flags);
+		if (unlikely(err != VIRTQ_ERR_NONE))
+			return err;
+		if (!(flags & VRING_DESC_F_NEXT))
+			break;
+		pos = pos_add(pos, 1, vq->size);
+	}
+	/* The id is the last descriptor's; used descriptors are written with it. */
+	if (unlikely(id >= vq->size))
+		return VIRTQ_ERR_HEAD;
+	c->head = id;
+	c->ndescs = (uint16_t)n;
+	/* All bounded above (pieces <= 64, lengths < 4 GiB). */
+	c->nr_readable = (uint16_t)w.nr;
+	c->nr_pieces = (uint16_t)w.np;
+	c->readable_len = (uint32_t)w.rlen;
+	c->writable_len = (uint32_t)w.wlen;
+	return VIRTQ_ERR_NONE;
+}
+
+uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max)
+{
+	uint16_t pos = vq->last_avail_idx;
+	uint16_t done = 0;
+
+	/* Whatever the outcome, unget now refers to this burst only. */
+	vq->unget_max = 0;
+	if (unlikely(vq->broken))
+		return 0;
+	if (max > VIRTQ_SHADOW_MAX)
+		max = VIRTQ_SHADOW_MAX;
+
+	while (done < max) {
+		struct virtq_chain *c = &chains[done];
+		enum virtq_err err;
+		uint16_t flags;
+
+		/*
+		 * Acquire pairs with the driver's write barrier before it stores
+		 * the first descriptor's flags: the rest of the chain, written
+		 * before, is visible to the loads of the walk.
+		 */
+		flags = le16toh(__atomic_load_n(&vq->pdesc[pos_idx(pos)].flags,
+						__ATOMIC_ACQUIRE));
+		if (!desc_avail(flags, pos_wrap(pos)))
+			break;
+		err = walk(vq, pos, flags, c);
+		/*
+		 * Descriptors taken and not yet published as used can never
+		 * exceed the ring: more means the driver reused a slot it was
+		 * not given back (the split ring's avail->idx jump).
+		 */
+		if (likely(err == VIRTQ_ERR_NONE) &&
+		    unlikely(pos_dist(vq->last_used_idx, pos, vq->size) + c->ndescs > vq->size))
+			err = VIRTQ_ERR_AVAIL_IDX;
+		if (unlikely(err != VIRTQ_ERR_NONE)) {
+			mark_broken(vq, err);
+			break;
+		}
+		vq->pstart[done] = pos;
+		pos = pos_add(pos, c->ndescs, vq->size);
+		done++;
+	}
+	vq->last_avail_idx = pos;
+	vq->unget_max = done;
+	vq->stats.dequeued += done;
+	return done;
+}
+
+uint16_t virtq_packed_unget(struct virtq *vq, uint16_t n)
+{
+	if (n > vq->unget_max)
+		n = vq->unget_max;
+	if (n == 0)
+		return 0;
+	vq->unget_max -= n;
+	vq->last_avail_idx = vq->pstart[vq->unget_max];
+	vq->stats.ungot += n;
+	return n;
+}
+
+/* Flags of a used descriptor at @p pos; WRITE says the device wrote into the buffer. */
+static inline uint16_t used_flags(uint16_t pos, uint32_t len)
+{
+	return (pos_wrap(pos) ? DESC_F_AVAIL | DESC_F_USED : 0) | (len ? VRING_DESC_F_WRITE : 0);
+}
+
+void virtq_packed_flush(struct virtq *vq)
+{
+	const struct virtq_packed_used *e = vq->pshadow;
+	uint16_t n = vq->shadow_count;
+	uint16_t first = vq->last_used_idx;
+	uint16_t pos = first;
+	uint32_t adv = 0;
+	uint16_t i;
+
+	if (n == 0)
+		return;
+	/*
+	 * Write order: (1) id and len of every entry; (2) the flags of entries
+	 * 1..n-1, each a release store so that it never shows before its own id
+	 * and len; (3) the first entry's flags, last, with release. The driver
+	 * polls only its next used position, the first entry's, and reads its
+	 * flags before anything else of the batch (then a read barrier): until
+	 * (3) lands it sees none of the batch, after it all of it.
+	 */
+	for (i = 0; i < n; i++) {
+		struct vring_packed_desc *d = &vq->pdesc[pos_idx(pos)];
+
+		d->id = htole16(e[i].id);
+		d->len = htole32(e[i].len);
+		adv += e[i].ndescs;
+		pos = pos_add(pos, e[i].ndescs, vq->size);
+	}
+	pos = pos_add(first, e[0].ndescs, vq->size);
+	for (i = 1; i < n; i++) {
+		__atomic_store_n(&vq->pdesc[pos_idx(pos)].flags,
+				 htole16(used_flags(pos, e[i].len)), __ATOMIC_RELEASE);
+		pos = pos_add(pos, e[i].ndescs, vq->size);
+	}
+	__atomic_store_n(&vq->pdesc[pos_idx(first)].flags, htole16(used_flags(first, e[0].len)),
+			 __ATOMIC_RELEASE);
+	vq->last_used_idx = pos;
+	vq->shadow_count = 0;
+	vq->stats.used_idx_stores++;
+	/*
+	 * Passing signalled_used again (positions compare within two laps)
+	 * leaves the next event check without a reference: notify then.
+	 */
+	if (unlikely(adv >= 2u * vq->size || pos_dist(vq->signalled_used, pos, vq->size) < adv))
+		vq->signalled_used_valid = false;
+}
+
+bool virtq_packed_should_notify(struct virtq *vq)
+{
+	uint16_t old = vq->signalled_used;
+	uint16_t new = vq->last_used_idx;
+	uint16_t flags;
+	bool notify;
+
+	if (vq->signalled_used_valid && old == new) {
+		/* Nothing published since the last decision. */
+		vq->stats.notify_no++;
+		return false;
+	}
+	/*
+	 * Full fence (store->load): our used flags must be visible before we
+	 * read the driver's event structure, or the driver could re-enable
+	 * events after our read and then miss our descriptors on its re-check
+	 * (a lost wakeup). Pairs with the driver's full barrier between writing
+	 * its event structure and re-reading the ring.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Acquire: the driver writes off_wrap before it switches flags to DESC. */
+	flags = le16toh(__atomic_load_n(&vq->driver_event->flags, __ATOMIC_ACQUIRE));
+	if (flags == VRING_PACKED_EVENT_FLAG_DISABLE) {
+		notify = false;
+	} else if (flags == VRING_PACKED_EVENT_FLAG_DESC && vq->event_idx) {
+		uint16_t event = le16toh(__atomic_load_n(&vq->driver_event->off_wrap,
+							 __ATOMIC_RELAXED));
+
+		/* Notify if the event's descriptor is among those used since the last decision. */
+		notify = !vq->signalled_used_valid ||
+			 pos_dist(old, event, vq->size) < pos_dist(old, new, vq->size);
+	} else {
+		/* ENABLE; or a reserved value, or DESC without EVENT_IDX: an extra call is safe. */
+		notify = true;
+	}
+	vq->signalled_used = new;
+	vq->signalled_used_valid = true;
+	if (notify)
+		vq->stats.notify_yes++;
+	else
+		vq->stats.notify_no++;
+	return notify;
+}
+
+uint16_t virtq_packed_call_pos(const struct virtq *vq)
+{
+	uint16_t flags = le16toh(__atomic_load_n(&vq->driver_event->flags, __ATOMIC_RELAXED));
+	uint16_t event;
+
+	if (flags != VRING_PACKED_EVENT_FLAG_DESC || !vq->event_idx)
+		return vq->last_used_idx;
+	event = le16toh(__atomic_load_n(&vq->driver_event->off_wrap, __ATOMIC_RELAXED));
+	if (pos_idx(event) >= vq->size)
+		return vq->last_used_idx;
+	return pos_add(event, 1, vq->size);
+}
+
+void virtq_packed_disable_guest_kicks(struct virtq *vq)
+{
+	/* No ordering needed: a kick that comes late costs a poller nothing. */
+	__atomic_store_n(&vq->device_event->flags, htole16(VRING_PACKED_EVENT_FLAG_DISABLE),
+			 __ATOMIC_RELAXED);
+}
+
+void virtq_packed_enable_guest_kicks(struct virtq *vq)
+{
+	/* The caller fences before it looks at the ring again. */
+	__atomic_store_n(&vq->device_event->flags, htole16(VRING_PACKED_EVENT_FLAG_ENABLE),
+			 __ATOMIC_RELAXED);
+}
+
+bool virtq_packed_avail_pending(const struct virtq *vq)
+{
+	uint16_t pos = vq->last_avail_idx;
+	uint16_t flags;
+
+	if (vq->broken)
+		return false;
+	flags = le16toh(__atomic_load_n(&vq->pdesc[pos_idx(pos)].flags, __ATOMIC_RELAXED));
+	return desc_avail(flags, pos_wrap(pos));
+}
+
+void virtq_packed_set_per_entry_publish(struct virtq *vq, bool on)
+{
+	virtq_packed_flush(vq);
+	vq->per_entry_publish = on;
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef VSOCK_VIRTQ_PACKED_H
+#define VSOCK_VIRTQ_PACKED_H
+
+/**
+ * Device side of a packed virtqueue (VIRTIO_F_RING_PACKED), for a polling
+ * backend, with the contract of the split engine (virtq_split.h): bursts of
+ * validated chains, unget, completions in a shadow published in one flush,
+ * should_notify after the flush. Only what differs is described here.
+ *
+ * Positions. One ring of descriptors, read and rewritten in place. A
+ * position is an index below the ring size plus a wrap counter; here both
+ * travel in one uint16_t, index in bits 0-14 and wrap counter in bit 15, as
+ * vhost-user's SET/GET_VRING_BASE and rte_vhost_{get,set}_vring_base carry
+ * them. struct virtq's last_avail_idx and last_used_idx hold that encoding.
+ * A descriptor is available when its AVAIL flag equals the wrap counter of
+ * its position and its USED flag does not.
+ *
+ * Chains. A chain is the descriptors linked by NEXT in ring order, or one
+ * INDIRECT descriptor whose table holds the buffers (NEXT is ignored inside
+ * a table, as the spec says). The buffer id comes from the chain's last
+ * descriptor and must be below the ring size (every known driver uses ids as
+ * indices; the spec's own example asserts it). struct virtq_chain.head is that
+ * id and .ndescs the ring descriptors the chain took.
+ *
+ * Completions. A used descriptor (id, len, flags AVAIL = USED = wrap) is
+ * written at the next used position, which then moves on by the chain's
+ * ndescs. virtq_packed_flush() writes every shadow entry's id and len, then
+ * the flags of all but the first, then the first entry's flags last with a
+ * release store: a driver reads used descriptors in ring order from that
+ * first one, so the whole batch appears to it at once.
+ *
+ * Notifications: the driver event suppression structure (ENABLE, DISABLE,
+ * DESC with off_wrap under VIRTIO_RING_F_EVENT_IDX); kicks are turned off
+ * with DISABLE in ours.
+ *
+ * The ring size need not be a power of two (it must be 1..32768).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "virtq_split.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Wrap counter bit of an encoded position. */
+#define VIRTQ_PACKED_WRAP 0x8000u
+/** Index bits of an encoded position. */
+#define VIRTQ_PACKED_IDX_MASK 0x7fffu
+
+/**
+ * Set up @p vq over a packed ring already mapped in our address space,
+ * resuming at the encoded positions @p last_avail and @p last_used (a new
+ * ring starts at VIRTQ_PACKED_WRAP, i.e. index 0, wrap counter 1). Returns
+ * 0, -EINVAL for a size of 0 or above 32768 or a position whose index is not
+ * below the size, or -EFAULT for a NULL pointer or a misaligned part (ring
+ * 16, event structures 4).
+ */
+int virtq_packed_init(struct virtq *vq, const struct guest_mem *mem,
+		      struct vring_packed_desc *desc, struct vring_packed_desc_event *driver_event,
+		      struct vring_packed_desc_event *device_event, uint16_t size,
+		      uint16_t last_avail, uint16_t last_used, uint64_t features);
+
+/** As virtq_dequeue_burst(); at most VIRTQ_SHADOW_MAX chains per call. */
+uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max);
+
+/** As virtq_unget(). */
+uint16_t virtq_packed_unget(struct virtq *vq, uint16_t n);
+
+/** Publish every shadow entry, the first one's flags last; nothing if empty. */
+void virtq_packed_flush(struct virtq *vq);
+
+/**
+ * Record that the chain with buffer id @p id, which took @p ndescs ring
+ * descriptors, is done with @p len bytes written. An id not below the ring
+ * size or an ndescs of 0 or above it is counted (VIRTQ_ERR_USED_ID) and
+ * dropped.
+ */
+static inline void virtq_packed_complete(struct virtq *vq, uint16_t id, uint16_t ndescs,
+					 uint32_t len)
+{
+	struct virtq_packed_used *e;
+
+	if (__builtin_expect(id >= vq->size || ndescs == 0 || ndescs > vq->size, 0)) {
+		vq->stats.errors[VIRTQ_ERR_USED_ID]++;
+		return;
+	}
+	e = &vq->pshadow[vq->shadow_count++];
+	e->id = id;
+	e->ndescs = ndescs;
+	e->len = len;
+	vq->stats.completed++;
+	if (vq->per_entry_publish || vq->shadow_count == vq->shadow_cap)
+		virtq_packed_flush(vq);
+}
+
+/** As virtq_should_notify(), from the driver event suppression structure. */
+bool virtq_packed_should_notify(struct virtq *vq);
+
+/**
+ * The used position to show librte_vhost before rte_vhost_vring_call*() once
+ * virtq_packed_should_notify() said yes. DPDK decides again from the driver's
+ * off_wrap, measured from the position of its own last call and only within
+ * one lap of the ring: after a lap without interrupts it would stay silent
+ * for an event we know was passed. The position just past the driver's event
+ * makes its check pass; without a DESC event it is last_used_idx.
+ */
+uint16_t virtq_packed_call_pos(const struct virtq *vq);
+
+/** Ask the driver not to kick us (DISABLE in the device event structure). */
+void virtq_packed_disable_guest_kicks(struct virtq *vq);
+
+/** Ask the driver to kick us for its next buffer (ENABLE). */
+void virtq_packed_enable_guest_kicks(struct virtq *vq);
+
+/** Whether the next descriptor is available (a relaxed look, for sleep decisions). */
+bool virtq_packed_avail_pending(const struct virtq *vq);
+
+/** As virtq_set_per_entry_publish(). */
+void virtq_packed_set_per_entry_publish(struct virtq *vq, bool on);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VSOCK_VIRTQ_PACKED_H */
