@@ -9,7 +9,7 @@
  * Layers, each usable on its own:
  *   struct vfe_conn   one vhost-user connection and its messages;
  *   struct vfe_mem    guest memory, optionally split into several regions;
- *   struct vfe_vq     the driver side of one split virtqueue;
+ *   struct vfe_vq     the driver side of one virtqueue, split or packed;
  *   struct vfe_vsock  a whole vhost-user-vsock device, attached as QEMU does.
  *
  * Every call returns 0 (or a documented non-negative value) or a negative
@@ -252,7 +252,7 @@ uint64_t vfe_mem_gpa(const struct vfe_mem *m, const void *p);
 void *vfe_mem_alloc(struct vfe_mem *m, size_t len, size_t align, uint64_t *gpa);
 
 /* ---------------------------------------------------------------------- */
-/* Split virtqueue, driver side                                            */
+/* Virtqueue (split or packed), driver side                               */
 
 /** One buffer of a chain. */
 struct vfe_buf {
@@ -260,6 +260,12 @@ struct vfe_buf {
 	uint32_t len;
 	/** Device-writable (VRING_DESC_F_WRITE). */
 	bool writable;
+};
+
+/** Packed: a chain's first descriptor, whose flags publish it. */
+struct vfe_vq_pending {
+	uint16_t idx;
+	uint16_t flags;
 };
 
 /**
@@ -274,16 +280,37 @@ struct vfe_vq_slot {
 	uint16_t next;
 };
 
+/** Wrap counter bit of a packed ring position (vhost-user vring base encoding). */
+#define VFE_PACKED_WRAP 0x8000u
+
 /**
  * The rings live in guest memory and are public so that hostile tests can
  * write descriptors and indices directly.
+ *
+ * Packed layout (vfe_vq_init_packed()): desc/avail/used are the descriptor
+ * ring and the driver and device event suppression structures. avail_idx,
+ * last_used and kicked_avail then count ring descriptors, free-running: count
+ * c is ring index c % num with wrap counter 1 on even laps (c / num), so
+ * that a test can do the same arithmetic on either layout (one-descriptor
+ * chains make used entries and descriptors the same).
  */
 struct vfe_vq {
 	struct vfe_mem *mem;
 	uint16_t num;
-	struct vring_desc *desc;
-	struct vring_avail *avail;
-	struct vring_used *used;
+	/** VIRTIO_F_RING_PACKED layout. */
+	bool packed;
+	union {
+		struct vring_desc *desc;
+		struct vring_packed_desc *pdesc;
+	};
+	union {
+		struct vring_avail *avail;
+		struct vring_packed_desc_event *driver_event;
+	};
+	union {
+		struct vring_used *used;
+		struct vring_packed_desc_event *device_event;
+	};
 	uint64_t desc_gpa;
 	uint64_t avail_gpa;
 	uint64_t used_gpa;
@@ -308,6 +335,9 @@ struct vfe_vq {
 	struct vring_desc *indirect;
 	uint64_t indirect_gpa;
 	struct vfe_vq_slot *slot;
+	/** Packed: first descriptors of chains added, made available at publish. */
+	struct vfe_vq_pending *pending;
+	uint16_t npending;
 };
 
 /**
@@ -319,6 +349,18 @@ struct vfe_vq {
 int vfe_vq_init(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start,
 		uint16_t indirect_max);
 void vfe_vq_fini(struct vfe_vq *vq);
+
+/**
+ * Lay out a packed ring of @p num entries (a power of 2 here) in @p mem,
+ * starting at position @p start (index | wrap counter << 15, as
+ * SET_VRING_BASE carries it; a new ring starts at VFE_PACKED_WRAP). The
+ * other calls of this section work on it unless they say otherwise.
+ */
+int vfe_vq_init_packed(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start,
+		uint16_t indirect_max);
+
+/** The SET_VRING_BASE value for the ring's next available descriptor. */
+uint16_t vfe_vq_base(const struct vfe_vq *vq);
 
 /** The SET_VRING_ADDR payload for this ring as ring @p index. */
 void vfe_vq_addr(const struct vfe_vq *vq, uint32_t index, struct vfe_vring_addr *addr);
@@ -334,7 +376,7 @@ int vfe_vq_add(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n, vo
 int vfe_vq_add_indirect(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n,
 		void *cookie);
 
-/** Put @p head in the next avail slot without any bookkeeping (raw tests). */
+/** Put @p head in the next avail slot without any bookkeeping (raw tests; split only). */
 void vfe_vq_push_avail(struct vfe_vq *vq, uint16_t head);
 
 /** Hand every added chain to the device: store avail->idx. */
@@ -365,13 +407,16 @@ uint64_t vfe_vq_calls(struct vfe_vq *vq);
 /** Wait for a call and consume it: 0, or -ETIMEDOUT. */
 int vfe_vq_wait_call(struct vfe_vq *vq, unsigned int timeout_ms);
 
-/** VRING_AVAIL_F_NO_INTERRUPT, for rings without EVENT_IDX. */
+/** VRING_AVAIL_F_NO_INTERRUPT, for rings without EVENT_IDX (packed: DISABLE). */
 void vfe_vq_set_no_interrupt(struct vfe_vq *vq, bool on);
 
-/** used_event (avail->ring[num]): call me when used->idx passes this. */
+/**
+ * used_event (avail->ring[num]): call me when used->idx passes this. Packed:
+ * the driver event structure set to DESC at the position of count @p idx.
+ */
 void vfe_vq_set_used_event(struct vfe_vq *vq, uint16_t idx);
 
-/** avail_event (used->ring[num]) as last written by the device. */
+/** avail_event (used->ring[num]) as last written by the device (packed: off_wrap). */
 uint16_t vfe_vq_avail_event(const struct vfe_vq *vq);
 
 /* ---------------------------------------------------------------------- */
@@ -401,6 +446,12 @@ struct vfe_vsock_conf {
 	uint16_t base[VFE_VSOCK_NQ];
 	/** Entries per indirect table; 0 means none. */
 	uint16_t indirect_max;
+	/**
+	 * Packed rings: VIRTIO_F_RING_PACKED is required of the backend (as
+	 * QEMU's packed=on); base[] are then encoded positions, 0 meaning a new
+	 * ring (VFE_PACKED_WRAP).
+	 */
+	bool packed;
 	struct vfe_mem_conf mem;
 	/** For the socket to appear; 0 means 5 s. */
 	unsigned int connect_timeout_ms;

@@ -2,7 +2,7 @@
 /*
  * The driver side of a split virtqueue, as a guest's virtio_ring would do
  * it: descriptors from a free list, avail entries published with one index
- * store, used entries consumed in order.
+ * store, used entries consumed in order. A packed ring goes to vfe_vq_packed.c.
  */
 #include <endian.h>
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "vfe.h"
+#include "vfe_vq_packed.h"
 
 #define VFE_VQ_MAX 32768
 #define VFE_POLL_SLEEP_NS 20000
@@ -95,6 +96,14 @@ vfe_vq_fini(struct vfe_vq *vq)
 	vq->call_fd = -1;
 	free(vq->slot);
 	vq->slot = NULL;
+	free(vq->pending);
+	vq->pending = NULL;
+}
+
+uint16_t
+vfe_vq_base(const struct vfe_vq *vq)
+{
+	return vq->packed ? vfe_vqp_pos(vq, vq->avail_idx) : vq->avail_idx;
 }
 
 void
@@ -148,6 +157,8 @@ vfe_vq_add(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n, void *
 	uint16_t head, idx;
 	unsigned int i;
 
+	if (vq->packed)
+		return vfe_vqp_add(vq, bufs, n, cookie);
 	if (n == 0)
 		return -EINVAL;
 	if (n > vq->num_free)
@@ -174,6 +185,8 @@ vfe_vq_add_indirect(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int 
 	uint16_t head;
 	unsigned int i;
 
+	if (vq->packed)
+		return vfe_vqp_add_indirect(vq, bufs, n, cookie);
 	if (n == 0 || n > vq->indirect_max)
 		return -EINVAL;
 	if (vq->num_free == 0)
@@ -196,6 +209,10 @@ vfe_vq_add_indirect(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int 
 void
 vfe_vq_publish(struct vfe_vq *vq)
 {
+	if (vq->packed) {
+		vfe_vqp_publish(vq);
+		return;
+	}
 	/*
 	 * Release: the descriptors and avail entries written before must be
 	 * visible to the device before the index that hands them over.
@@ -209,6 +226,8 @@ vfe_vq_kick_needed(struct vfe_vq *vq)
 	uint16_t old = vq->kicked_avail;
 	uint16_t event;
 
+	if (vq->packed)
+		return vfe_vqp_kick_needed(vq);
 	vq->kicked_avail = vq->avail_idx;
 	/*
 	 * Full barrier: the avail->idx store must be visible before we read
@@ -237,8 +256,12 @@ vfe_vq_kick(struct vfe_vq *vq)
 uint16_t
 vfe_vq_used_pending(const struct vfe_vq *vq)
 {
+	uint16_t idx;
+
+	if (vq->packed)
+		return vfe_vqp_used_pending(vq);
 	/* Acquire: used entries and buffer contents are read after the index. */
-	uint16_t idx = le16toh(__atomic_load_n(&vq->used->idx, __ATOMIC_ACQUIRE));
+	idx = le16toh(__atomic_load_n(&vq->used->idx, __ATOMIC_ACQUIRE));
 
 	return (uint16_t)(idx - vq->last_used);
 }
@@ -251,6 +274,8 @@ vfe_vq_get_used(struct vfe_vq *vq, uint32_t *len, void **cookie)
 	uint16_t last;
 	unsigned int i;
 
+	if (vq->packed)
+		return vfe_vqp_get_used(vq, len, cookie);
 	if (vfe_vq_used_pending(vq) == 0)
 		return -EAGAIN;
 	e = &vq->used->ring[vq->last_used & (vq->num - 1)];
@@ -317,8 +342,13 @@ vfe_vq_wait_call(struct vfe_vq *vq, unsigned int timeout_ms)
 void
 vfe_vq_set_no_interrupt(struct vfe_vq *vq, bool on)
 {
-	uint16_t flags = le16toh(vq->avail->flags);
+	uint16_t flags;
 
+	if (vq->packed) {
+		vfe_vqp_set_no_interrupt(vq, on);
+		return;
+	}
+	flags = le16toh(vq->avail->flags);
 	flags = on ? flags | VRING_AVAIL_F_NO_INTERRUPT : flags & ~VRING_AVAIL_F_NO_INTERRUPT;
 	__atomic_store_n(&vq->avail->flags, htole16(flags), __ATOMIC_RELAXED);
 }
@@ -326,11 +356,17 @@ vfe_vq_set_no_interrupt(struct vfe_vq *vq, bool on)
 void
 vfe_vq_set_used_event(struct vfe_vq *vq, uint16_t idx)
 {
+	if (vq->packed) {
+		vfe_vqp_set_used_event(vq, idx);
+		return;
+	}
 	__atomic_store_n(&vq->avail->ring[vq->num], htole16(idx), __ATOMIC_RELAXED);
 }
 
 uint16_t
 vfe_vq_avail_event(const struct vfe_vq *vq)
 {
+	if (vq->packed)
+		return le16toh(__atomic_load_n(&vq->device_event->off_wrap, __ATOMIC_RELAXED));
 	return le16toh(__atomic_load_n(avail_event_ptr(vq), __ATOMIC_RELAXED));
 }

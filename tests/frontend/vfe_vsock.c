@@ -29,6 +29,8 @@ handshake(struct vfe_vsock *v, const struct vfe_vsock_conf *conf)
 		VFE_VSOCK_PROTOCOL_FEATURES;
 	int rc;
 
+	if (conf->packed)
+		want |= 1ULL << VIRTIO_F_RING_PACKED;
 	rc = vfe_get_features(c, &v->device_features);
 	if (rc < 0)
 		return rc;
@@ -52,6 +54,9 @@ handshake(struct vfe_vsock *v, const struct vfe_vsock_conf *conf)
 		return fail(v, -EPROTO, "backend lacks VIRTIO_F_VERSION_1 (no modern mode)");
 	if (!(v->protocol_features & (1ULL << VFE_PROTOCOL_F_CONFIG)))
 		return fail(v, -EPROTO, "backend lacks VHOST_USER_PROTOCOL_F_CONFIG");
+	/* Our rings are laid out already: a backend without packed rings cannot use them. */
+	if (conf->packed && !(v->features & (1ULL << VIRTIO_F_RING_PACKED)))
+		return fail(v, -EPROTO, "backend lacks VIRTIO_F_RING_PACKED");
 	return vfe_get_config_cid(c, &v->cid);
 }
 
@@ -76,7 +81,11 @@ vfe_vsock_attach(struct vfe_vsock *v, const char *path, const struct vfe_vsock_c
 
 	rc = vfe_mem_init(&v->mem, &conf->mem);
 	for (q = 0; rc == 0 && q < VFE_VSOCK_NQ; q++)
-		rc = vfe_vq_init(&v->vq[q], &v->mem, ring_size, conf->base[q],
+		rc = conf->packed ?
+			vfe_vq_init_packed(&v->vq[q], &v->mem, ring_size,
+				conf->base[q] ? conf->base[q] : VFE_PACKED_WRAP,
+				conf->indirect_max) :
+			vfe_vq_init(&v->vq[q], &v->mem, ring_size, conf->base[q],
 				conf->indirect_max);
 	if (rc == 0)
 		rc = vfe_conn_open(&v->conn, path, conf->connect_timeout_ms ?
@@ -101,8 +110,14 @@ vfe_vsock_start(struct vfe_vsock *v, const uint16_t *base)
 	rc = vfe_set_features(c, v->features);
 	if (rc < 0)
 		return rc;
-	for (q = 0; q < VFE_VSOCK_NQ; q++)
-		v->vq[q].event_idx = v->features & (1ULL << VIRTIO_RING_F_EVENT_IDX);
+	for (q = 0; q < VFE_VSOCK_NQ; q++) {
+		struct vfe_vq *vq = &v->vq[q];
+
+		vq->event_idx = v->features & (1ULL << VIRTIO_RING_F_EVENT_IDX);
+		/* Packed: a call at the next used descriptor (split did it in vfe_vq_init()). */
+		if (vq->packed && vq->event_idx && vq->track_used_event)
+			vfe_vq_set_used_event(vq, vq->last_used);
+	}
 	rc = vfe_set_mem_table(c, &v->mem);
 	for (q = 0; rc == 0 && q < VFE_VSOCK_NQ; q++) {
 		struct vfe_vq *vq = &v->vq[q];
@@ -110,7 +125,7 @@ vfe_vsock_start(struct vfe_vsock *v, const uint16_t *base)
 		vfe_vq_addr(vq, q, &addr);
 		rc = vfe_set_vring_num(c, q, vq->num);
 		if (rc == 0)
-			rc = vfe_set_vring_base(c, q, base != NULL ? base[q] : vq->avail_idx);
+			rc = vfe_set_vring_base(c, q, base != NULL ? base[q] : vfe_vq_base(vq));
 		if (rc == 0)
 			rc = vfe_set_vring_addr(c, &addr);
 		if (rc == 0)

@@ -91,7 +91,16 @@ dp_attach_quiet(struct dp_env *e, const struct vfe_vsock_conf *vc,
 {
 	/* Room for a 64 KiB tx buffer per ring entry besides the rx buffers. */
 	static const struct vfe_vsock_conf big = { .mem = { .size = 32u << 20 } };
-	int rc = vfe_vsock_attach(&e->v, e->sock, vc != NULL ? vc : &big);
+	struct vfe_vsock_conf conf = vc != NULL ? *vc : big;
+	const char *ring = getenv("VFE_RING");
+	int rc;
+
+	/* VFE_RING=packed runs the same test over packed rings (suite integration-packed). */
+	if (ring != NULL && strcmp(ring, "packed") == 0)
+		conf.packed = true;
+	rc = vfe_vsock_attach(&e->v, e->sock, &conf);
+	if (rc == 0 && conf.packed)
+		tap_diag("packed rings: features %#llx", (unsigned long long)e->v.features);
 
 	if (rc < 0) {
 		tap_diag("attach: rc %d (%s): %s", rc, strerror(-rc), e->v.conn.err);

@@ -21,7 +21,8 @@
 # Then the app must exit 0 on SIGTERM and remove its sockets.
 #
 # Environment (from tests/qemu/meson.build): VSOCK_APP, GUEST_DIR, RUN_GUEST,
-# UDS_IO (tests/host/uds-io). Prints TAP, and the timings as diagnostics.
+# UDS_IO (tests/host/uds-io); VSOCK_DEVICE_OPTS=,packed=on (run-guest.sh) runs
+# it all over packed virtqueues. Prints TAP, and the timings as diagnostics.
 # the per-program variables (pid_NAME, rc_NAME, ...) are set through eval
 # shellcheck disable=SC2154
 set -u
@@ -178,6 +179,14 @@ check_hostport() {
 }
 
 ok $qemu_rc "QEMU exits 0"
+case ${VSOCK_DEVICE_OPTS:-} in
+*packed=on*)
+	f=$(sed -n 's/.*running on lcore.*(features \(0x[0-9a-f]*\)).*/\1/p' "$work/app.log" |
+		head -n 1)
+	[ -n "$f" ] && [ $(((f >> 34) & 1)) -eq 1 ]
+	ok $? "VIRTIO_F_RING_PACKED negotiated (features ${f:-not logged})"
+	;;
+esac
 [ "$(grep -c '^GUEST-BOOT: [01]$' "$work/console.log")" -eq 2 ] &&
 	[ "$(grep -c '^GUEST-REBOOT$' "$work/console.log")" -eq 1 ]
 ok $? "the guest booted, rebooted itself once, and booted again"
