@@ -6,7 +6,7 @@
 #   scripts/bench.sh --quick    one repetition, short cases (about 4 minutes)
 #
 # Environment: BUILD (default build), OUT (default $BUILD/bench), REPS, TIME (seconds per case),
-# PARTS (default "payload wait burst conns callgrind": the comparisons to run).
+# PARTS (default "payload wait burst conns native callgrind": the comparisons to run).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +14,7 @@ BUILD=${BUILD:-$ROOT/build}
 OUT=${OUT:-$BUILD/bench}
 REPS=${REPS:-5}
 TIME=${TIME:-1}
-PARTS=${PARTS:-payload wait burst conns callgrind}
+PARTS=${PARTS:-payload wait burst conns native callgrind}
 CG=1
 if [[ ${1:-} == --quick ]]; then
 	REPS=1
@@ -53,6 +53,9 @@ want wait && run wait --variants poll,notify --payloads 64,4096,65536
 want burst && run burst --modes g2h,h2g,rr --payloads 64 --bursts 1,4,16,32,64,128,256
 # Connections: 1 to 1023 (the table's limit), round-robin over all of them.
 want conns && run conns --modes g2h,h2g,rr --payloads 4096 --conns 1,16,256,1023
+# The host end: the app's Unix sockets against the native poll-mode API (the engine in
+# vsock-perf's own process), A B A B over every payload; the ratio column is native/uds.
+want native && run native "${SYS[@]}" --host uds,native
 
 # Instructions per packet in the backend's steady state: vsock_dev_poll and everything under
 # it, counted by callgrind (stable on a noisy machine, unlike cycles).

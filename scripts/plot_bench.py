@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots of a scripts/bench.sh run, from its JSON (vsock-perf --json), into the same directory.
 
-    plot_bench.py DIR      reads DIR/{payload,wait,burst,conns}.json, writes DIR/*.png
+    plot_bench.py DIR      reads DIR/{payload,wait,burst,native}.json, writes DIR/*.png
 
 Every point is the median over the repetitions of one (variant, case); failed cases are left
 out. Needs Debian's python3-matplotlib.
@@ -110,15 +110,40 @@ def burst(doc, out):
     fig.savefig(out)
 
 
+def native(doc, out):
+    """The two host ends side by side: rate each way and ping-pong RTT, by payload."""
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    panels = (("g2h", "gbps", "guest -> host, Gbit/s"), ("h2g", "gbps", "host -> guest, Gbit/s"),
+              ("rr", "rtt_p50_us", "ping-pong p50 RTT, us"))
+    for ax, (d, key, title) in zip(axes, panels):
+        m = medians(doc, key, direction=d)
+        for v in doc["config"]["variants"]:
+            pts = sorted((k[1], g) for k, g in m.items() if k[0] == v)
+            if pts:
+                ax.plot([p for p, _ in pts], [g for _, g in pts], "o-", label=v)
+        ax.set_xscale("log", base=2)
+        if d == "rr":
+            ax.set_yscale("log")
+        ax.set_title(title)
+        ax.set_xlabel("payload (bytes)")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("median over repetitions")
+    axes[0].legend()
+    fig.suptitle("host end: Unix-socket endpoint (uds) against the native poll-mode API")
+    fig.tight_layout()
+    fig.savefig(out)
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
     made = []
-    for name, fn in (("payload", throughput), ("wait", rtt), ("burst", burst)):
+    for name, fn in (("payload", throughput), ("wait", rtt), ("burst", burst),
+                     ("native", native)):
         doc = load(os.path.join(d, name + ".json"))
         if doc is None:
             continue
         out = os.path.join(d, {"payload": "throughput.png", "wait": "rtt.png",
-                               "burst": "burst.png"}[name])
+                               "burst": "burst.png", "native": "native.png"}[name])
         fn(doc, out)
         made.append(out)
     doc = load(os.path.join(d, "payload.json"))

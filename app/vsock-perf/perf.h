@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * vsock-perf: the benchmark of dpdk-vsock-app (doc/performance.md).
+ * vsock-perf: the benchmark of dpdk-vsock (doc/performance.md).
  *
  * One process plays the guest (the userspace frontend and its vfe_guest driver, polling)
- * and the host programs (Unix sockets), on one CPU; the app's worker lcore has the other.
+ * and the host programs (the app's Unix sockets, or the native API of the engine running
+ * in this process), on one CPU; the backend's worker lcore has the other.
  * Shared between the measurement files.
  */
 #ifndef APP_VSOCK_PERF_PERF_H
@@ -64,5 +65,35 @@ double perf_ref_unix_gbps(uint32_t payload, double secs);
  * The floor of the app's rr case, whose host end makes the same two syscalls.
  */
 double perf_ref_unix_rtt_us(uint32_t payload, unsigned int rounds);
+
+/* The backend's counters over a measured window, however they are read. */
+struct perf_counters {
+	uint64_t vq_pkts;	/* used entries, both rings */
+	uint64_t idx, irq, kicks;	/* used->idx stores, guest interrupts, guest kicks */
+	uint64_t busy_cycles, cycles_pkts;	/* the worker's busy rounds, what they moved */
+	uint64_t from_guest, to_guest;	/* vsock packets */
+};
+
+/*
+ * The native host end (perf_native.c): the accelerator in this process, its worker on
+ * lcore 1, the host program on the main lcore with the native API.
+ */
+
+/** Host program's mbufs (2 KiB of data each). */
+#define PERF_NATIVE_MBUFS 16383u
+
+/** rte_eal_init() for lcores 0-1 without hugepages, the host mempool, a run directory. */
+int perf_native_init(void);
+struct rte_mempool *perf_native_pool(void);
+/** vsock_pmd_start() with VM @p cid; its vhost-user socket path in @p sock. 0 or -errno. */
+int perf_native_start(uint64_t cid, unsigned int burst, bool per_entry, bool notify,
+		      char *sock, size_t len);
+/** vsock_pmd_stop(); returns the host mbufs not back in their pool (0: none lost). */
+unsigned int perf_native_stop(void);
+/** The counters of VM @p cid and of the worker, from the public statistics API. */
+void perf_native_counters(uint64_t cid, struct perf_counters *c);
+/** Where the engine's sockets (and perf's output) go. */
+const char *perf_native_dir(void);
+void perf_native_fini(void);
 
 #endif /* APP_VSOCK_PERF_PERF_H */

@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * vsock-perf: throughput and latency of dpdk-vsock-app, driven through the userspace
- * vhost-user frontend (tests/frontend) with the host end on the hybrid Unix sockets.
+ * vsock-perf: throughput and latency of dpdk-vsock, driven through the userspace
+ * vhost-user frontend (tests/frontend), with one of two host ends:
+ * - uds: dpdk-vsock-app in its own process, the host programs on its hybrid Unix sockets;
+ * - native: the accelerator in this process (perf_native.c), the host program on the
+ *   native poll-mode API (mbufs through rings, no syscall).
  *
- * This process pins itself to CPU 0 and plays both ends there: the guest driver polls its
- * rings (no interrupts, no kicks unless the app asks for them), the host programs use
- * non-blocking sockets. The app's worker lcore has CPU 1 to itself, so what is measured is
- * the backend. Every byte is checked against the pattern at its stream offset and both
- * ends' checksums and byte counts are compared: a fast wrong run fails.
+ * This process plays both the guest and the host end on CPU 0: the guest driver polls its
+ * rings (no interrupts, no kicks unless the backend asks for them), the host end uses
+ * non-blocking sockets or the native calls. The backend's worker lcore has CPU 1 to
+ * itself, so what is measured is the backend. Every byte is checked against the pattern at
+ * its stream offset and both ends' checksums and byte counts are compared: a fast wrong run
+ * fails.
  *
- * Variants (app command lines) run alternately, A B A B ..., each as a fresh app instance
- * that runs every case; the summary gives medians per variant and their ratios.
- * See doc/performance.md.
+ * Variants (host end and backend settings) run alternately, A B A B ..., each as a fresh
+ * backend instance that runs every case; the summary gives medians per variant and their
+ * ratios. See doc/performance.md.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +32,11 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include <rte_mbuf.h>
+
+#include <vsock_pmd.h>
+#include <vsock_pmd_native.h>
+
 #include "ops_util.h"
 #include "perf.h"
 
@@ -36,26 +45,36 @@
 #define PORT_RR 7000
 #define MS 5000
 #define MAX_LIST 16
-#define MAX_VARIANTS 4
+#define MAX_VARIANTS 8
 #define MAX_RESULTS 4096
 #define RTT_MAX (1u << 21)
 #define RECV_BUF PERF_PAT_RUN
 #define DRAIN_NS 5000000000ull
+/* Native host end: mbufs per send or receive call, payload bytes per mbuf. */
+#define NATIVE_BURST 32
+#define NATIVE_SEG 2048u
+/* Syscalls perf's start and stop add to the client thread's count in a window, at most. */
+#define NATIVE_MEASURE_SYSCALLS 16
 
 enum mode { M_G2H, M_H2G, M_RR, M_NB };
 static const char *const mode_name[M_NB] = { "g2h", "h2g", "rr" };
 
+enum host { H_UDS, H_NATIVE, H_NB };
+static const char *const host_name[H_NB] = { "uds", "native" };
+
 struct variant {
 	char name[32];
-	const char *args[6];
+	const char *args[6];	/* the app's options (uds host end) */
+	bool per_entry, notify;	/* the same, for the engine this process runs (native) */
+	enum host host;
 };
 
 /* What every variant is run with, in this order. */
 static const struct variant known_variants[] = {
-	{ "batch", { NULL } },
-	{ "per-entry", { "--used-publish", "per-entry", NULL } },
-	{ "poll", { NULL } },
-	{ "notify", { "--wait-mode", "notify", NULL } },
+	{ "batch", { NULL }, false, false, H_UDS },
+	{ "per-entry", { "--used-publish", "per-entry", NULL }, true, false, H_UDS },
+	{ "poll", { NULL }, false, false, H_UDS },
+	{ "notify", { "--wait-mode", "notify", NULL }, false, true, H_UDS },
 };
 
 #define NB_KNOWN (sizeof(known_variants) / sizeof(known_variants[0]))
@@ -70,6 +89,7 @@ struct plan {
 	unsigned int nb_conns;
 	struct variant variants[MAX_VARIANTS];
 	unsigned int nb_variants;
+	bool hosts[H_NB];	/* host ends, each crossed with every variant */
 	unsigned int reps;
 	double secs;
 	uint16_t ring;
@@ -95,6 +115,8 @@ struct result {
 	uint64_t vq_pkts;		/* used entries both rings, in the window */
 	double cyc_pkt, idx_pkt, irq_pkt, kick_pkt;
 	double sys_pkt;			/* other than epoll_wait; -1: not measured */
+	double csys_pkt;		/* this process's thread (guest + host end); -1: same */
+	long csys;			/* the same, in the whole window */
 	double epoll_pkt;		/* epoll_wait (idle rounds included); -1: not measured */
 	double ir_pkt;			/* callgrind instructions per packet; -1: none */
 	double rss_per_conn;		/* app RSS growth per connection opened, bytes */
@@ -110,7 +132,13 @@ static uint64_t *rtts;
 /* One connection of a case: both ends, and each direction's stream as checked. */
 struct pconn {
 	struct vfe_guest_conn *gc;
-	int fd;
+	int fd;			/* uds host end */
+	int h;			/* native host end: connection handle */
+	int herr;		/* native: the first error a data call returned */
+	/* Native: mbufs filled and offered, not taken yet (the ring was full). */
+	struct rte_mbuf *held[NATIVE_BURST];
+	uint16_t held_len[NATIVE_BURST];
+	uint16_t nb_held, held_off;
 	uint64_t base;		/* pattern offset of this connection's stream */
 	uint64_t sent, rcvd;	/* bytes handed to the transport, checked at the other end */
 	struct perf_csum rx_sum;
@@ -118,20 +146,31 @@ struct pconn {
 };
 
 static struct pconn *pconns;
+/* The host end of the variant running now. */
+static enum host cur_host;
+/* Native host mbufs that did not come back to their pool, over every native run. */
+static unsigned int native_lost;
+static bool native_up;
 
-/* ---- the app's counters ---- */
+/* The process whose worker is measured: the app, or this one. */
+static pid_t backend_pid(void)
+{
+	return cur_host == H_NATIVE ? getpid() : env.dp.app.pid;
+}
 
-struct counters {
-	uint64_t vq_pkts, idx, irq, kicks, busy_cycles, cycles_pkts;
-	uint64_t from_guest, to_guest;
-};
+static const char *run_dir(void)
+{
+	return cur_host == H_NATIVE ? perf_native_dir() : env.dp.app.dir;
+}
+
+/* ---- the backend's counters ---- */
 
 static uint64_t tel(const char *cmd, const char *path)
 {
 	return ops_tel_u64(&env, cmd, path);
 }
 
-static void counters_read(struct counters *c)
+static void counters_read(struct perf_counters *c)
 {
 	char cmd[32];
 	char json[OPS_TEL_MAX];
@@ -142,6 +181,10 @@ static void counters_read(struct counters *c)
 		"rx.interrupts", "tx.interrupts", "rx.kicks", "tx.kicks",
 	};
 
+	if (cur_host == H_NATIVE) {
+		perf_native_counters(DP_CID, c);
+		return;
+	}
 	memset(c, 0, sizeof(*c));
 	snprintf(cmd, sizeof(cmd), "/vsock/stats,%d", DP_CID);
 	if (ops_tel(&env, cmd, json, sizeof(json)) < 0)
@@ -166,10 +209,12 @@ static double per(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : 0;
 }
 
-/* ---- the worker's syscalls, counted by perf in the window ---- */
+/* ---- syscalls of the worker and of this thread, counted by perf in the window ---- */
 
-static pid_t perf_pid = -1;
-static char perf_out[128];
+/* perf stat of the worker thread, of this (client) thread. */
+enum { PS_WORKER, PS_CLIENT, PS_NB };
+static pid_t perf_pid[PS_NB] = { -1, -1 };
+static char perf_out[PS_NB][128];
 
 static int worker_tid(void)
 {
@@ -178,7 +223,7 @@ static int worker_tid(void)
 	DIR *dp;
 	int tid = -1;
 
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)env.dp.app.pid);
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)backend_pid());
 	dp = opendir(dir);
 	if (dp == NULL)
 		return -1;
@@ -201,42 +246,49 @@ static int worker_tid(void)
 
 static void syscalls_start(void)
 {
-	char tid[16];
-	int t;
+	int tids[PS_NB] = { worker_tid(), (int)getpid() };
+	unsigned int i;
 
-	perf_pid = -1;
-	if (!plan.syscalls || (t = worker_tid()) < 0)
-		return;
-	snprintf(tid, sizeof(tid), "%d", t);
-	snprintf(perf_out, sizeof(perf_out), "%s/perf-syscalls.txt", env.dp.app.dir);
-	perf_pid = fork();
-	if (perf_pid == 0) {
-		execlp("perf", "perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter",
-		       "-e", "syscalls:sys_enter_epoll_wait", "-t", tid, "-o", perf_out,
-		       (char *)NULL);
-		_exit(127);
+	for (i = 0; i < PS_NB; i++) {
+		char tid[16];
+
+		perf_pid[i] = -1;
+		if (!plan.syscalls || tids[i] < 0)
+			continue;
+		snprintf(tid, sizeof(tid), "%d", tids[i]);
+		snprintf(perf_out[i], sizeof(perf_out[i]), "%s/perf-syscalls-%u.txt", run_dir(),
+			 i);
+		perf_pid[i] = fork();
+		if (perf_pid[i] == 0) {
+			execlp("perf", "perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter",
+			       "-e", "syscalls:sys_enter_epoll_wait", "-t", tid, "-o",
+			       perf_out[i], (char *)NULL);
+			_exit(127);
+		}
 	}
 	/* perf needs a moment to attach; what it misses is the window's first instant. */
-	usleep(50000);
+	if (perf_pid[PS_WORKER] > 0 || perf_pid[PS_CLIENT] > 0)
+		usleep(50000);
 }
 
 /*
- * Syscalls of the worker in the window other than epoll_wait (in @p *epolls): an idle round
- * asks the kernel for socket events every time, so those count idleness, not packets.
+ * Syscalls of thread @p i in the window other than epoll_wait (in @p *epolls): an idle
+ * worker round asks the kernel for socket events every time, so those count idleness, not
+ * packets. -1: not measured.
  */
-static long syscalls_stop(long *epolls)
+static long syscalls_stop(unsigned int i, long *epolls)
 {
 	char line[256];
 	long n = -1;
 	FILE *f;
 
 	*epolls = -1;
-	if (perf_pid <= 0)
+	if (perf_pid[i] <= 0)
 		return -1;
-	kill(perf_pid, SIGINT);
-	waitpid(perf_pid, NULL, 0);
-	perf_pid = -1;
-	f = fopen(perf_out, "r");
+	kill(perf_pid[i], SIGINT);
+	waitpid(perf_pid[i], NULL, 0);
+	perf_pid[i] = -1;
+	f = fopen(perf_out[i], "r");
 	if (f == NULL)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
@@ -246,7 +298,8 @@ static long syscalls_stop(long *epolls)
 			*epolls = atol(line);
 	}
 	fclose(f);
-	return n >= 0 && *epolls >= 0 ? n - *epolls : n;
+	/* The two counters are enabled one after the other: a few epoll_waits apart. */
+	return n >= 0 && *epolls >= 0 ? RTE_MAX(n - *epolls, 0L) : n;
 }
 
 /* ---- callgrind: instructions of vsock_dev_poll (inclusive) per packet ---- */
@@ -351,12 +404,146 @@ static uint64_t sent_csum(const struct pconn *pc)
 	return perf_csum_value(&c);
 }
 
+/* ---- the host end: a Unix socket of the app, or the native API in this process ---- */
+
+/*
+ * Native: offer the guest @p len bytes of the pattern from @p at, in NATIVE_SEG-byte mbufs
+ * (one burst at most). What the ring does not take stays held and is offered first next
+ * time, so @p at must then be where the held bytes start. Returns bytes taken.
+ */
+static long native_send(struct pconn *pc, uint64_t at, uint64_t len)
+{
+	unsigned int i, k;
+	long taken = 0;
+	int n;
+
+	if (pc->held_off == pc->nb_held) {
+		unsigned int nb = (unsigned int)RTE_MIN((len + NATIVE_SEG - 1) / NATIVE_SEG,
+							(uint64_t)NATIVE_BURST);
+
+		pc->nb_held = pc->held_off = 0;
+		if (nb == 0 || rte_pktmbuf_alloc_bulk(perf_native_pool(), pc->held, nb) != 0)
+			return 0;
+		for (i = 0; i < nb; i++) {
+			uint16_t l = (uint16_t)RTE_MIN(len - (uint64_t)i * NATIVE_SEG,
+						       (uint64_t)NATIVE_SEG);
+
+			/* The host program's one copy: the pattern into the mbuf. */
+			memcpy(rte_pktmbuf_mtod(pc->held[i], void *),
+			       perf_pat_at(at + (uint64_t)i * NATIVE_SEG), l);
+			pc->held[i]->data_len = l;
+			pc->held[i]->pkt_len = l;
+			pc->held_len[i] = l;
+		}
+		pc->nb_held = (uint16_t)nb;
+	}
+	n = vsock_native_send_burst(pc->h, pc->held + pc->held_off,
+				    (uint16_t)(pc->nb_held - pc->held_off));
+	if (n < 0) {
+		if (pc->herr == 0)
+			pc->herr = n;
+		return 0;
+	}
+	/* Taken mbufs are the library's now: their lengths were noted before. */
+	for (k = 0; k < (unsigned int)n; k++)
+		taken += pc->held_len[pc->held_off + k];
+	pc->held_off = (uint16_t)(pc->held_off + n);
+	return taken;
+}
+
+/* Native: take and check whatever the guest sent. Returns bytes. */
+static long native_recv(struct pconn *pc)
+{
+	struct rte_mbuf *m[NATIVE_BURST];
+	long got = 0;
+	int i, n;
+
+	do {
+		n = vsock_native_recv_burst(pc->h, m, NATIVE_BURST);
+		for (i = 0; i < n; i++) {
+			const struct rte_mbuf *seg;
+
+			for (seg = m[i]; seg != NULL; seg = seg->next) {
+				stream_check(pc, rte_pktmbuf_mtod(seg, const uint8_t *),
+					     seg->data_len);
+				got += seg->data_len;
+			}
+		}
+		if (n > 0)
+			rte_pktmbuf_free_bulk(m, (unsigned int)n);
+	} while (n == NATIVE_BURST);
+	if (n < 0 && pc->herr == 0)
+		pc->herr = n;
+	return got;
+}
+
+/* Host end -> guest: up to @p len pattern bytes from stream offset @p at. Bytes taken. */
+static long host_send(struct pconn *pc, uint64_t at, uint64_t len)
+{
+	ssize_t w;
+
+	if (cur_host == H_NATIVE)
+		return native_send(pc, at, len);
+	w = send(pc->fd, perf_pat_at(at), len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return w > 0 ? w : 0;
+}
+
+/* Guest -> host end: read and check what arrived, at most @p max bytes. Bytes. */
+static long host_recv(struct pconn *pc, uint64_t max)
+{
+	long got = 0;
+
+	if (cur_host == H_NATIVE)
+		return native_recv(pc);
+	while ((uint64_t)got < max) {
+		ssize_t r = recv(pc->fd, rbuf, RTE_MIN((uint64_t)sizeof(rbuf), max - (uint64_t)got),
+				 MSG_DONTWAIT);
+
+		if (r <= 0)
+			break;
+		stream_check(pc, rbuf, (size_t)r);
+		got += r;
+	}
+	return got;
+}
+
+/*
+ * Native: open one connection of a case. A guest's connect completes once we accept it,
+ * ours once the guest accepts.
+ */
+static int native_open(struct pconn *pc, enum mode m, int listener)
+{
+	if (m == M_H2G) {
+		pc->h = vsock_native_connect(DP_CID, PORT_H2G, VSOCK_NATIVE_STREAM);
+		if (pc->h < 0)
+			return pc->h;
+		DP_WAIT(&env.dp, (pc->gc = vfe_guest_accept(&env.dp.g)) != NULL, MS);
+		DP_WAIT(&env.dp, vsock_native_state(pc->h) == VSOCK_NATIVE_ESTABLISHED, MS);
+	} else {
+		pc->gc = vfe_guest_connect(&env.dp.g, m == M_G2H ? PORT_G2H : PORT_RR,
+					   VIRTIO_VSOCK_TYPE_STREAM);
+		if (pc->gc == NULL)
+			return -ENOMEM;
+		DP_WAIT(&env.dp, (pc->h = vsock_native_accept(listener)) != -EAGAIN, MS);
+		if (pc->h < 0)
+			return pc->h;
+		DP_WAIT(&env.dp, pc->gc->state == VFE_GC_ESTABLISHED, MS);
+	}
+	return vsock_native_state(pc->h) == VSOCK_NATIVE_ESTABLISHED ? 0 : -ECONNREFUSED;
+}
+
 static int open_conns(enum mode m, unsigned int n)
 {
 	unsigned int i;
-	int lfd = -1;
+	int lfd = -1, nl = -1;
 
-	if (m == M_G2H || m == M_RR) {
+	if (cur_host == H_NATIVE && m != M_H2G) {
+		nl = vsock_native_listen(DP_CID, m == M_G2H ? PORT_G2H : PORT_RR);
+		if (nl < 0)
+			return nl;
+	} else if (cur_host == H_NATIVE) {
+		vfe_guest_listen(&env.dp.g, PORT_H2G, true);
+	} else if (m == M_G2H || m == M_RR) {
 		lfd = dp_listen(&env.dp, m == M_G2H ? PORT_G2H : PORT_RR, SOCK_STREAM);
 		if (lfd < 0)
 			return lfd;
@@ -369,9 +556,20 @@ static int open_conns(enum mode m, unsigned int n)
 
 		memset(pc, 0, sizeof(*pc));
 		pc->fd = -1;
+		pc->h = -1;
 		pc->bad_at = UINT64_MAX;
 		pc->base = (uint64_t)i * 7919;
 		perf_csum_init(&pc->rx_sum);
+		if (cur_host == H_NATIVE) {
+			int rc = native_open(pc, m, nl);
+
+			if (rc < 0 || pc->gc == NULL || pc->gc->state != VFE_GC_ESTABLISHED) {
+				if (nl >= 0)
+					vsock_native_listen_close(nl);
+				return rc < 0 ? rc : -ECONNREFUSED;
+			}
+			continue;
+		}
 		if (m == M_H2G) {
 			pc->fd = dp_host_to_guest(&env.dp, PORT_H2G, &pc->gc, &hp, MS);
 		} else {
@@ -388,6 +586,9 @@ static int open_conns(enum mode m, unsigned int n)
 	}
 	if (lfd >= 0)
 		close(lfd);
+	/* Connections accepted stay when their listener goes. */
+	if (nl >= 0)
+		vsock_native_listen_close(nl);
 	return 0;
 }
 
@@ -403,9 +604,18 @@ static void close_conns(unsigned int n)
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		if (pconns[i].fd >= 0)
-			close(pconns[i].fd);
-		pconns[i].fd = -1;
+		struct pconn *pc = &pconns[i];
+
+		if (pc->fd >= 0)
+			close(pc->fd);
+		pc->fd = -1;
+		if (pc->h >= 0) {
+			rte_pktmbuf_free_bulk(pc->held + pc->held_off,
+					      (unsigned int)(pc->nb_held - pc->held_off));
+			pc->nb_held = pc->held_off = 0;
+			vsock_native_close(pc->h);
+		}
+		pc->h = -1;
 	}
 	/* Host closes end every connection; the guest answers and forgets them. */
 	for (i = 0; i < n; i++) {
@@ -442,13 +652,8 @@ static void g2h_round(uint32_t payload, unsigned int n, bool more)
 			pc->sent += (uint64_t)w;
 	}
 	vfe_guest_poll(&env.dp.g);
-	for (i = 0; i < n; i++) {
-		struct pconn *pc = &pconns[i];
-		ssize_t r;
-
-		while ((r = recv(pc->fd, rbuf, sizeof(rbuf), MSG_DONTWAIT)) > 0)
-			stream_check(pc, rbuf, (size_t)r);
-	}
+	for (i = 0; i < n; i++)
+		host_recv(&pconns[i], UINT64_MAX);
 }
 
 /* Host -> guest: the host writes what its socket takes; the guest checks in place. */
@@ -458,11 +663,8 @@ static void h2g_round(unsigned int n, bool more)
 
 	for (i = 0; i < n && more; i++) {
 		struct pconn *pc = &pconns[i];
-		ssize_t w = send(pc->fd, perf_pat_at(pc->base + pc->sent), PERF_PAT_RUN,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
-		if (w > 0)
-			pc->sent += (uint64_t)w;
+		pc->sent += (uint64_t)host_send(pc, pc->base + pc->sent, PERF_PAT_RUN);
 	}
 	vfe_guest_poll(&env.dp.g);
 	for (i = 0; i < n; i++) {
@@ -516,6 +718,12 @@ static void verify(struct result *r, unsigned int n)
 	for (i = 0; i < n; i++) {
 		const struct pconn *pc = &pconns[i];
 
+		if (pc->herr) {
+			r->ok = false;
+			snprintf(r->err, sizeof(r->err), "conn %u: the native API returned %s", i,
+				 strerror(-pc->herr));
+			return;
+		}
 		if (pc->bad_at != UINT64_MAX || pc->rcvd != pc->sent ||
 		    perf_csum_value(&pc->rx_sum) != sent_csum(pc)) {
 			r->ok = false;
@@ -530,7 +738,7 @@ static void verify(struct result *r, unsigned int n)
 	}
 }
 
-static void window_begin(struct counters *c)
+static void window_begin(struct perf_counters *c)
 {
 	counters_read(c);
 	if (plan.callgrind)
@@ -538,10 +746,17 @@ static void window_begin(struct counters *c)
 	syscalls_start();
 }
 
-static void window_end(struct result *r, const struct counters *c0)
+static void window_end(struct result *r, const struct perf_counters *c0)
 {
-	struct counters c1;
-	long epolls, sys = syscalls_stop(&epolls);
+	struct perf_counters c1;
+	long epolls, cepolls, csys, sys;
+
+	/*
+	 * This thread's perf first, before it makes any other syscall: what it counts beyond
+	 * the window is its own kill and wait (and the sleep that let perf attach).
+	 */
+	csys = syscalls_stop(PS_CLIENT, &cepolls);
+	sys = syscalls_stop(PS_WORKER, &epolls);
 
 	if (plan.callgrind) {
 		cg_cmd("-d");
@@ -554,6 +769,9 @@ static void window_end(struct result *r, const struct counters *c0)
 	r->irq_pkt = per(c1.irq - c0->irq, r->vq_pkts);
 	r->kick_pkt = per(c1.kicks - c0->kicks, r->vq_pkts);
 	r->sys_pkt = sys >= 0 ? per((uint64_t)sys, r->vq_pkts) : -1;
+	/* The client never waits in epoll: every syscall it makes counts. */
+	r->csys = csys >= 0 ? csys + RTE_MAX(cepolls, 0L) : -1;
+	r->csys_pkt = r->csys >= 0 ? per((uint64_t)r->csys, r->vq_pkts) : -1;
 	r->epoll_pkt = epolls >= 0 ? per((uint64_t)epolls, r->vq_pkts) : -1;
 	if (plan.callgrind) {
 		double ir = cg_poll_ir();
@@ -566,7 +784,7 @@ static void run_stream(struct result *r)
 {
 	unsigned int n = r->conns;
 	uint64_t t0, t1, b0, b1, end, deadline;
-	struct counters c0;
+	struct perf_counters c0;
 	bool g2h = r->mode == M_G2H;
 
 	/* Warm up (caches, mempool, the sockets' buffers), then the measured window. */
@@ -613,15 +831,14 @@ static bool rr_once(struct pconn *pc, uint32_t p, uint64_t *rtt, uint64_t deadli
 {
 	struct vfe_guest_conn *c = pc->gc;
 	uint64_t t0 = perf_now_ns(), got = 0;
-	const uint8_t *req = perf_pat_at(pc->base + pc->sent);
 	size_t off = 0;
 
 	while (off < p) {
-		ssize_t w = send(pc->fd, req + off, p - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		long w = host_send(pc, pc->base + pc->sent + off, p - off);
 
 		if (w > 0)
 			off += (size_t)w;
-		else if (perf_now_ns() > deadline)
+		else if (pc->herr || perf_now_ns() > deadline)
 			return false;
 		else
 			vfe_guest_poll(&env.dp.g);
@@ -651,14 +868,13 @@ static bool rr_once(struct pconn *pc, uint32_t p, uint64_t *rtt, uint64_t deadli
 			return false;
 	}
 	while (got < p) {
-		ssize_t r = recv(pc->fd, rbuf, p - got, MSG_DONTWAIT);
+		long r = host_recv(pc, p - got);
 
 		if (r > 0) {
-			stream_check(pc, rbuf, (size_t)r);
 			got += (uint64_t)r;
 		} else {
 			vfe_guest_poll(&env.dp.g);
-			if (perf_now_ns() > deadline)
+			if (pc->herr || perf_now_ns() > deadline)
 				return false;
 		}
 	}
@@ -671,7 +887,7 @@ static void run_rr(struct result *r)
 	unsigned int n = r->conns, i = 0, k;
 	uint64_t t0, t1, end, cnt = 0, deadline;
 	bool stalled = false;
-	struct counters c0;
+	struct perf_counters c0;
 
 	for (k = 0; k < 1000; k++) {
 		uint64_t rtt;
@@ -716,6 +932,13 @@ static void run_rr(struct result *r)
 	}
 }
 
+static bool native_running(void)
+{
+	struct vsock_pmd_vm_info info;
+
+	return vsock_pmd_vm_info_get(0, &info) == 0 && info.running;
+}
+
 static void run_case(struct result *r)
 {
 	struct vfe_vsock_conf vc = { .ring_size = plan.ring, .mem = { .size = 64u << 20 } };
@@ -725,13 +948,20 @@ static void run_case(struct result *r)
 	int rc;
 
 	snprintf(cmd, sizeof(cmd), "set burst %u", r->burst);
-	if (!ops_cmd(&env, cmd, "Burst size set", MS, NULL)) {
+	if (cur_host == H_NATIVE ? vsock_pmd_set_burst(r->burst) < 0 :
+	    !ops_cmd(&env, cmd, "Burst size set", MS, NULL)) {
 		snprintf(r->err, sizeof(r->err), "the app refused '%s'", cmd);
 		return;
 	}
 	rc = dp_attach_quiet(&env.dp, &vc, &gc);
 	if (rc < 0) {
 		snprintf(r->err, sizeof(r->err), "attach: %s", strerror(-rc));
+		return;
+	}
+	/* The engine takes the device over asynchronously; connect refuses until then. */
+	if (cur_host == H_NATIVE && !DP_WAIT(&env.dp, native_running(), MS)) {
+		snprintf(r->err, sizeof(r->err), "the engine did not start polling the guest");
+		dp_detach(&env.dp);
 		return;
 	}
 	if (!plan.guest_irq) {
@@ -772,7 +1002,7 @@ static long app_rss_kib(const char *field)
 	long kib = -1;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)env.dp.app.pid);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)backend_pid());
 	f = fopen(path, "r");
 	if (f == NULL)
 		return -1;
@@ -784,19 +1014,54 @@ static long app_rss_kib(const char *field)
 }
 
 
+/* The backend of variant @p v: the app in its process, or the engine in this one. */
+static bool backend_start(const struct variant *var)
+{
+	int rc;
+
+	cur_host = var->host;
+	if (cur_host == H_NATIVE) {
+		memset(&env, 0, sizeof(env));
+		rc = perf_native_start(DP_CID, plan.bursts[0], var->per_entry, var->notify,
+				       env.dp.sock, sizeof(env.dp.sock));
+		if (rc < 0) {
+			fprintf(stderr, "vsock-perf: vsock_pmd_start: %s\n", strerror(-rc));
+			return false;
+		}
+		return true;
+	}
+	if (ops_start(&env, false, true, var->args) < 0)
+		return false;
+	perf_pin(0);
+	if (!ops_cmd(&env, "set record-core-cycles on", "record-core-cycles on", MS, NULL))
+		fprintf(stderr, "vsock-perf: no cycle counts (record-core-cycles refused)\n");
+	return true;
+}
+
+static bool backend_stop(void)
+{
+	if (cur_host == H_NATIVE) {
+		unsigned int lost = perf_native_stop();
+
+		if (lost)
+			fprintf(stderr, "vsock-perf: %u host mbufs did not come back\n", lost);
+		native_lost += lost;
+		return lost == 0;
+	}
+	return ops_stop(&env) >= 0;
+}
+
 static bool run_variant(unsigned int v, unsigned int rep)
 {
 	unsigned int m, p, b, c;
 
-	if (ops_start(&env, false, true, plan.variants[v].args) < 0) {
-		fprintf(stderr, "vsock-perf: cannot start the app for variant %s\n",
+	if (!backend_start(&plan.variants[v])) {
+		fprintf(stderr, "vsock-perf: cannot start the backend for variant %s\n",
 			plan.variants[v].name);
 		return false;
 	}
-	perf_pin(0);
-	if (!ops_cmd(&env, "set record-core-cycles on", "record-core-cycles on", MS, NULL))
-		fprintf(stderr, "vsock-perf: no cycle counts (record-core-cycles refused)\n");
-	if (v == 0 && rep == 0)
+	/* The app's own figure: the native host end's process is the benchmark too. */
+	if (v == 0 && rep == 0 && cur_host == H_UDS)
 		rss_default_kib = app_rss_kib("VmRSS:");
 	for (m = 0; m < M_NB; m++) {
 		if (!plan.modes[m])
@@ -814,6 +1079,8 @@ static bool run_variant(unsigned int v, unsigned int rep)
 					r->burst = plan.bursts[b];
 					r->conns = plan.conns[c];
 					r->sys_pkt = -1;
+					r->csys_pkt = -1;
+					r->csys = -1;
 					r->epoll_pkt = -1;
 					r->ir_pkt = -1;
 					run_case(r);
@@ -824,13 +1091,13 @@ static bool run_variant(unsigned int v, unsigned int rep)
 						r->ok ? "" : "  FAILED: ", r->ok ? "" : r->err);
 				}
 	}
-	if (v == 0 && rep == 0 && rss_default_kib >= 0) {
+	if (v == 0 && rep == 0 && cur_host == H_UDS && rss_default_kib >= 0) {
 		long now = app_rss_kib("VmRSS:");
 
 		if (now > rss_default_kib)
 			rss_default_kib = now;
 	}
-	return ops_stop(&env) >= 0;
+	return backend_stop();
 }
 
 /* ---- summary ---- */
@@ -906,7 +1173,10 @@ static void print_table(FILE *f)
 			"p50us", "p99us");
 	if (plan.nb_variants > 1)
 		fprintf(f, " | %s/%s", plan.variants[1].name, plan.variants[0].name);
-	fprintf(f, " | %6s %6s %6s %6s %6s\n", "cyc/pk", "idx/pk", "irq/pk", "sys/pk", "epl/pk");
+	for (v = 0; v < plan.nb_variants && v < 2; v++)
+		fprintf(f, " | %6s %6s %6s %6s %6s %6s", "cyc/pk", "idx/pk", "irq/pk", "sys/pk",
+			"epl/pk", "csys");
+	fprintf(f, "\n");
 	for (i = 0; i < nb_results; i++) {
 		const struct result *k = &results[i];
 		bool seen = false;
@@ -933,16 +1203,20 @@ static void print_table(FILE *f)
 			/* Second variant over first: rate, or for rr the p50 RTT. */
 			fprintf(f, " | %6.2fx%s", b / a, rr ? " rtt" : "");
 		}
-		fprintf(f, " | %6.0f %6.3f %6.3f %6.3f %6.3f\n",
-			med(0, k, offsetof(struct result, cyc_pkt)),
-			med(0, k, offsetof(struct result, idx_pkt)),
-			med(0, k, offsetof(struct result, irq_pkt)),
-			med(0, k, offsetof(struct result, sys_pkt)),
-			med(0, k, offsetof(struct result, epoll_pkt)));
+		for (v = 0; v < plan.nb_variants && v < 2; v++)
+			fprintf(f, " | %6.0f %6.3f %6.3f %6.3f %6.3f %6.3f",
+				med(v, k, offsetof(struct result, cyc_pkt)),
+				med(v, k, offsetof(struct result, idx_pkt)),
+				med(v, k, offsetof(struct result, irq_pkt)),
+				med(v, k, offsetof(struct result, sys_pkt)),
+				med(v, k, offsetof(struct result, epoll_pkt)),
+				med(v, k, offsetof(struct result, csys_pkt)));
+		fprintf(f, "\n");
 	}
-	fprintf(f, "(per packet, first variant: busy-round cycles, used->idx stores, guest "
-		"interrupts,\n worker syscalls other than epoll_wait, epoll_waits with idle "
-		"rounds; -1: not measured)\n");
+	fprintf(f, "(per packet, first and second variant: busy-round cycles, used->idx stores, "
+		"guest interrupts,\n worker syscalls other than epoll_wait, epoll_waits with idle "
+		"rounds, syscalls of the client\n thread (guest driver and host end); -1: not "
+		"measured)\n");
 	if (plan.refs) {
 		fprintf(f, "\nreference limits (same run, app stopped): cache line round trip "
 			"CPU0<->CPU1 %.0f ns\n", refs.cl_rtt_ns);
@@ -996,6 +1270,9 @@ static void write_json(const char *path)
 		plan.guest_irq ? "true" : "false");
 	for (v = 0; v < plan.nb_variants; v++)
 		fprintf(f, "%s\"%s\"", v ? ", " : "", plan.variants[v].name);
+	fprintf(f, "], \"hosts\": [");
+	for (v = 0; v < plan.nb_variants; v++)
+		fprintf(f, "%s\"%s\"", v ? ", " : "", host_name[plan.variants[v].host]);
 	fprintf(f, "]},\n  \"rss_default_kib\": %ld,\n", rss_default_kib);
 	if (plan.refs) {
 		fprintf(f, "  \"refs\": {\"cacheline_rtt_ns\": %.1f, \"by_payload\": [",
@@ -1011,10 +1288,11 @@ static void write_json(const char *path)
 	for (i = 0; i < nb_results; i++) {
 		const struct result *r = &results[i];
 
-		fprintf(f, "    {\"variant\": \"%s\", \"rep\": %u, \"direction\": \"%s\", "
-			"\"payload\": %u, \"burst\": %u, \"conns\": %u, \"ok\": %s, ",
-			plan.variants[r->variant].name, r->rep, mode_name[r->mode], r->payload,
-			r->burst, r->conns, r->ok ? "true" : "false");
+		fprintf(f, "    {\"variant\": \"%s\", \"host\": \"%s\", \"rep\": %u, "
+			"\"direction\": \"%s\", \"payload\": %u, \"burst\": %u, \"conns\": %u, "
+			"\"ok\": %s, ", plan.variants[r->variant].name,
+			host_name[plan.variants[r->variant].host], r->rep, mode_name[r->mode],
+			r->payload, r->burst, r->conns, r->ok ? "true" : "false");
 		fprintf(f, "\"error\": \"%s\", \"seconds\": %.4f, \"bytes\": %llu, ",
 			r->ok ? "" : r->err, r->secs, (unsigned long long)r->bytes);
 		json_num(f, "mpps", r->mpps, true);
@@ -1030,6 +1308,9 @@ static void write_json(const char *path)
 		json_num(f, "worker_syscalls_per_packet", r->sys_pkt >= 0 ? r->sys_pkt : NAN, true);
 		json_num(f, "worker_epoll_waits_per_packet", r->epoll_pkt >= 0 ? r->epoll_pkt : NAN,
 			 true);
+		json_num(f, "client_syscalls_per_packet", r->csys_pkt >= 0 ? r->csys_pkt : NAN,
+			 true);
+		json_num(f, "client_syscalls", r->csys >= 0 ? (double)r->csys : NAN, true);
 		json_num(f, "instructions_per_packet", r->ir_pkt >= 0 ? r->ir_pkt : NAN, true);
 		json_num(f, "app_rss_bytes_per_conn", r->rss_per_conn, false);
 		fprintf(f, "}%s\n", i + 1 < nb_results ? "," : "");
@@ -1043,6 +1324,9 @@ static void write_json(const char *path)
 static void usage(void)
 {
 	printf("Usage: vsock-perf [options]   (VSOCK_APP names dpdk-vsock-app)\n"
+	       "  --host LIST       host ends, crossed with the variants and run alternately:\n"
+	       "                    uds (the app's Unix sockets, default), native (the engine\n"
+	       "                    in this process, the native poll-mode API on lcore 0)\n"
 	       "  --modes LIST      g2h,h2g,rr (default all)\n"
 	       "  --payloads LIST   bytes per packet or message\n"
 	       "                    (default 64,256,1024,4096,16384,65536)\n"
@@ -1054,7 +1338,7 @@ static void usage(void)
 	       "  --time S          seconds per measured case (default 1)\n"
 	       "  --ring N          entries per ring (default 128, QEMU's)\n"
 	       "  --refs            measure the reference limits first\n"
-	       "  --syscalls        count the worker's syscalls with perf stat\n"
+	       "  --syscalls        count the worker's and this thread's syscalls (perf stat)\n"
 	       "  --callgrind       the app runs under callgrind (VSOCK_PERF_CG_DIR): Ir/packet\n"
 	       "  --guest-irq       the guest asks for an interrupt per used entry, as Linux's\n"
 	       "                    driver; default: a polling guest that asks for none\n"
@@ -1086,6 +1370,51 @@ static unsigned int parse_list(const char *s, unsigned int *out, unsigned int lo
 	return n;
 }
 
+/*
+ * Every variant with every host end, the host ends adjacent (uds, native, uds, native ...
+ * when alternated): the ratio column is then native over uds.
+ */
+static void cross_hosts(void)
+{
+	struct variant base[MAX_VARIANTS];
+	unsigned int i, h, nb = plan.nb_variants, nb_hosts = 0;
+
+	for (h = 0; h < H_NB; h++)
+		nb_hosts += plan.hosts[h];
+	memcpy(base, plan.variants, sizeof(base));
+	plan.nb_variants = 0;
+	for (i = 0; i < nb; i++) {
+		for (h = 0; h < H_NB; h++) {
+			struct variant *v = &plan.variants[plan.nb_variants];
+
+			if (!plan.hosts[h])
+				continue;
+			if (plan.nb_variants == MAX_VARIANTS) {
+				fprintf(stderr, "vsock-perf: at most %d variants with host ends\n",
+					MAX_VARIANTS);
+				exit(2);
+			}
+			/*
+			 * A sleeping worker wakes on guest kicks and host sockets only, not on
+			 * the native API's rings: it would see the host program every 10 ms.
+			 */
+			if (h == H_NATIVE && (base[i].notify || plan.callgrind)) {
+				fprintf(stderr, "vsock-perf: the native host end runs with a polling "
+					"worker and without callgrind\n");
+				exit(2);
+			}
+			*v = base[i];
+			v->host = (enum host)h;
+			if (nb_hosts > 1 && nb > 1)
+				snprintf(v->name, sizeof(v->name), "%.6s/%.24s", host_name[h],
+					 base[i].name);
+			else if (nb_hosts > 1)
+				snprintf(v->name, sizeof(v->name), "%s", host_name[h]);
+			plan.nb_variants++;
+		}
+	}
+}
+
 static void parse_args(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1095,7 +1424,7 @@ static void parse_args(int argc, char **argv)
 		{ "time", 1, NULL, 't' }, { "ring", 1, NULL, 'R' }, { "refs", 0, NULL, 'f' },
 		{ "syscalls", 0, NULL, 's' }, { "callgrind", 0, NULL, 'g' },
 		{ "json", 1, NULL, 'j' }, { "guest-irq", 0, NULL, 'I' },
-		{ "smoke", 0, NULL, 'S' }, { "help", 0, NULL, 'h' },
+		{ "smoke", 0, NULL, 'S' }, { "host", 1, NULL, 'H' }, { "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned int i, ring = 128, reps = 3;
@@ -1108,6 +1437,7 @@ static void parse_args(int argc, char **argv)
 	plan.nb_conns = parse_list("1", plan.conns, 1, 1023);
 	plan.variants[0] = known_variants[0];
 	plan.nb_variants = 1;
+	plan.hosts[H_UDS] = true;
 	plan.secs = 1;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
@@ -1175,6 +1505,19 @@ static void parse_args(int argc, char **argv)
 		case 'S':
 			plan.smoke = true;
 			break;
+		case 'H':
+			memset(plan.hosts, 0, sizeof(plan.hosts));
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				for (i = 0; i < H_NB && strcmp(t, host_name[i]); i++)
+					;
+				if (i == H_NB) {
+					fprintf(stderr, "vsock-perf: unknown host end '%s'\n", t);
+					exit(2);
+				}
+				plan.hosts[i] = true;
+			}
+			break;
 		case 'h':
 			usage();
 			exit(0);
@@ -1190,6 +1533,7 @@ static void parse_args(int argc, char **argv)
 	}
 	plan.ring = (uint16_t)ring;
 	plan.reps = reps;
+	cross_hosts();
 }
 
 /* The CI check: every mode once, briefly, each variant; everything verified. */
@@ -1210,11 +1554,36 @@ static int smoke(void)
 			       r->idx_pkt);
 		if (r->mode != M_RR)
 			tap_ok(r->vq_pkts > 0 && r->idx_pkt > 0 && r->cyc_pkt > 0,
-			       "%s %s %u B: the app's counters moved (%llu ring packets, %.3f "
+			       "%s %s %u B: the backend's counters moved (%llu ring packets, %.3f "
 			       "used->idx stores and %.0f cycles per packet)",
 			       plan.variants[r->variant].name, mode_name[r->mode], r->payload,
 			       (unsigned long long)r->vq_pkts, r->idx_pkt, r->cyc_pkt);
 	}
+	for (i = 0; i < nb_results; i++) {
+		const struct result *r = &results[i];
+		long kicks;
+
+		if (plan.variants[r->variant].host != H_NATIVE || r->csys < 0)
+			continue;
+		/*
+		 * The point of the native path: no syscall per packet on either end. Besides
+		 * the guest driver's kicks (eventfd writes the engine counts, one per lap of
+		 * avail_event), the client thread's count holds only the measurement's own few
+		 * (perf's attach sleep, its kill and wait); the worker's excludes its idle
+		 * rounds' epoll_wait, counted apart, so it is as uncertain as perf's two
+		 * counters' start.
+		 */
+		kicks = llround(r->kick_pkt * (double)r->vq_pkts);
+		tap_ok(r->csys - kicks <= NATIVE_MEASURE_SYSCALLS &&
+		       r->sys_pkt * (double)r->vq_pkts <= NATIVE_MEASURE_SYSCALLS,
+		       "native %s %u B: %ld client syscalls in %llu packets (%ld guest kicks, the "
+		       "rest the measurement's), worker %.0f besides epoll_wait",
+		       mode_name[r->mode], r->payload, r->csys, (unsigned long long)r->vq_pkts,
+		       kicks, r->sys_pkt * (double)r->vq_pkts);
+	}
+	if (plan.hosts[H_NATIVE])
+		tap_ok(native_lost == 0, "native: every host mbuf came back to its pool (%u "
+		       "missing)", native_lost);
 	if (plan.refs)
 		tap_ok(refs.cl_rtt_ns > 0 && refs.memcpy_gbps[0] > 0 && refs.unix_gbps[0] > 0,
 		       "reference limits measured (cache line %.0f ns)", refs.cl_rtt_ns);
@@ -1244,7 +1613,7 @@ int main(int argc, char **argv)
 	unsigned int rep, v;
 
 	parse_args(argc, argv);
-	if (getenv("VSOCK_APP") == NULL) {
+	if (plan.hosts[H_UDS] && getenv("VSOCK_APP") == NULL) {
 		fprintf(stderr, "vsock-perf: set VSOCK_APP to the dpdk-vsock-app binary\n");
 		return 2;
 	}
@@ -1262,12 +1631,26 @@ int main(int argc, char **argv)
 	}
 	if (plan.refs)
 		measure_refs();
+	/* After the references: they fork and pin, the EAL's threads should not see that. */
+	if (plan.hosts[H_NATIVE]) {
+		int rc = perf_native_init();
+
+		if (rc < 0) {
+			fprintf(stderr, "vsock-perf: EAL for the native host end: %s\n",
+				strerror(-rc));
+			return 1;
+		}
+		native_up = true;
+		perf_pin(0);
+	}
 	/* A B A B ...: drift and neighbours' noise hit every variant alike. */
 	for (rep = 0; rep < plan.reps; rep++)
 		for (v = 0; v < plan.nb_variants; v++)
 			if (!run_variant(v, rep))
 				fprintf(stderr, "vsock-perf: variant %s rep %u: the app did not "
 					"exit cleanly\n", plan.variants[v].name, rep);
+	if (native_up)
+		perf_native_fini();
 	if (plan.json)
 		write_json(plan.json);
 	if (plan.smoke)
