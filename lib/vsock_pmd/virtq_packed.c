@@ -74,26 +74,12 @@ int virtq_packed_init(struct virtq *vq, const struct guest_mem *mem,
 		return -EFAULT;
 
 	/* The shadow arrays need no clearing: shadow_count and unget_max guard them. */
-	memset(vq, 0, offsetof(struct virtq, shadow));
+	virtq_init_common(vq, mem, size, last_avail, last_used, features);
 	vq->packed = true;
 	vq->pdesc = desc;
 	vq->driver_event = driver_event;
 	vq->device_event = device_event;
-	vq->mem = mem;
-	vq->size = size;
-	vq->last_avail_idx = last_avail;
-	vq->last_used_idx = last_used;
-	vq->shadow_cap = size < VIRTQ_SHADOW_MAX ? size : VIRTQ_SHADOW_MAX;
-	vq->event_idx = (features >> VIRTIO_RING_F_EVENT_IDX) & 1;
-	vq->indirect = (features >> VIRTIO_RING_F_INDIRECT_DESC) & 1;
 	return 0;
-}
-
-static void mark_broken(struct virtq *vq, enum virtq_err err)
-{
-	vq->broken = true;
-	vq->broken_reason = err;
-	vq->stats.errors[err]++;
 }
 
 /* What a chain walk has gathered so far. */
@@ -293,7 +279,7 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 		    unlikely(pos_dist(vq->last_used_idx, pos, vq->size) + c->ndescs > vq->size))
 			err = VIRTQ_ERR_AVAIL_IDX;
 		if (unlikely(err != VIRTQ_ERR_NONE)) {
-			mark_broken(vq, err);
+			virtq_mark_broken(vq, err);
 			break;
 		}
 		vq->pstart[done] = pos;

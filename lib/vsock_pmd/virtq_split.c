@@ -53,27 +53,12 @@ int virtq_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc 
 			((uintptr_t)used & (VRING_USED_ALIGN_SIZE - 1)) != 0)
 		return -EFAULT;
 
-	/* The shadow array itself needs no clearing: shadow_count guards it. */
-	memset(vq, 0, offsetof(struct virtq, shadow));
+	virtq_init_common(vq, mem, size, last_avail_idx, last_used_idx, features);
 	vq->desc = desc;
 	vq->avail = avail;
 	vq->used = used;
-	vq->mem = mem;
-	vq->size = size;
 	vq->mask = size - 1;
-	vq->last_avail_idx = last_avail_idx;
-	vq->last_used_idx = last_used_idx;
-	vq->shadow_cap = size < VIRTQ_SHADOW_MAX ? size : VIRTQ_SHADOW_MAX;
-	vq->event_idx = (features >> VIRTIO_RING_F_EVENT_IDX) & 1;
-	vq->indirect = (features >> VIRTIO_RING_F_INDIRECT_DESC) & 1;
 	return 0;
-}
-
-static void virtq_mark_broken(struct virtq *vq, enum virtq_err err)
-{
-	vq->broken = true;
-	vq->broken_reason = err;
-	vq->stats.errors[err]++;
 }
 
 /*

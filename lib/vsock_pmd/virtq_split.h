@@ -22,7 +22,9 @@
 
 #include <endian.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <linux/virtio_ring.h>
 
 #include "guest_mem.h"
@@ -148,6 +150,33 @@ struct virtq {
 		};
 	};
 };
+
+/**
+ * What virtq_init() and virtq_packed_init() share, after their own checks: everything
+ * before the shadow cleared (shadow_count guards the shadow itself), the positions, the
+ * shadow's capacity and the negotiated ring features. The caller sets the ring pointers.
+ */
+static inline void virtq_init_common(struct virtq *vq, const struct guest_mem *mem,
+		uint16_t size, uint16_t last_avail_idx, uint16_t last_used_idx,
+		uint64_t features)
+{
+	memset(vq, 0, offsetof(struct virtq, shadow));
+	vq->mem = mem;
+	vq->size = size;
+	vq->last_avail_idx = last_avail_idx;
+	vq->last_used_idx = last_used_idx;
+	vq->shadow_cap = size < VIRTQ_SHADOW_MAX ? size : VIRTQ_SHADOW_MAX;
+	vq->event_idx = (features >> VIRTIO_RING_F_EVENT_IDX) & 1;
+	vq->indirect = (features >> VIRTIO_RING_F_INDIRECT_DESC) & 1;
+}
+
+/** Stop using @p vq for good: the guest broke a rule of the ring, counted under @p err. */
+static inline void virtq_mark_broken(struct virtq *vq, enum virtq_err err)
+{
+	vq->broken = true;
+	vq->broken_reason = err;
+	vq->stats.errors[err]++;
+}
 
 /**
  * Set up @p vq over rings already mapped in our address space (host VAs),
