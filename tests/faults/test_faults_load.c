@@ -124,13 +124,20 @@ static bool
 res_read(struct fx_res *r)
 {
 	char buf[OPS_TEL_MAX];
+	int tries;
 
-	return ops_tel(&app, "/vsock/resources", buf, sizeof(buf)) == 0 &&
-	       ops_json_u64(buf, "mbufs_in_use", &r->mbufs_in_use) == 0 &&
-	       ops_json_u64(buf, "mbufs_total", &r->mbufs_total) == 0 &&
-	       ops_json_u64(buf, "open_fds", &r->open_fds) == 0 &&
-	       ops_json_u64(buf, "conns", &r->conns) == 0 &&
-	       ops_json_u64(buf, "rss_bytes", &r->rss) == 0;
+	/* A query can meet a telemetry socket that is not serving yet, just after start-up. */
+	for (tries = 0; tries < 30; tries++) {
+		if (ops_tel(&app, "/vsock/resources", buf, sizeof(buf)) == 0 &&
+		    ops_json_u64(buf, "mbufs_in_use", &r->mbufs_in_use) == 0 &&
+		    ops_json_u64(buf, "mbufs_total", &r->mbufs_total) == 0 &&
+		    ops_json_u64(buf, "open_fds", &r->open_fds) == 0 &&
+		    ops_json_u64(buf, "conns", &r->conns) == 0 &&
+		    ops_json_u64(buf, "rss_bytes", &r->rss) == 0)
+			return true;
+		usleep(100 * 1000);
+	}
+	return false;
 }
 
 static unsigned int
