@@ -314,13 +314,15 @@ static int usable(const struct ep_ring *p, uint32_t mine, uint32_t peer)
 	return 0;
 }
 
-int vsock_native_send_burst(int h, struct rte_mbuf **pkts, uint16_t n)
+/*
+ * What both burst calls check first: the API is up, @p h is a live connection, the array is
+ * there, and the connection can still move data. Fills the connection, its side and both
+ * sides' flags (peer's read with acquire: everything sent before a SHUT_SEND is visible).
+ */
+static int burst_begin(int h, struct rte_mbuf **pkts, uint16_t n, struct ep_ring **pp,
+		       unsigned int *side, uint32_t *mine, uint32_t *peer)
 {
 	struct ep_ring *p;
-	struct rte_ring *out;
-	uint32_t mine, peer;
-	unsigned int s, i, room;
-	int rc;
 
 	if (!native_up)
 		return -ENODEV;
@@ -329,10 +331,22 @@ int vsock_native_send_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 		return -EBADF;
 	if (!pkts && n)
 		return -EINVAL;
-	s = (unsigned int)p->prog_side;
-	mine = ep_ring_flags(p, s);
-	peer = ep_ring_flags(p, !s);
-	rc = usable(p, mine, peer);
+	*pp = p;
+	*side = (unsigned int)p->prog_side;
+	*mine = ep_ring_flags(p, *side);
+	*peer = ep_ring_flags(p, !*side);
+	return usable(p, *mine, *peer);
+}
+
+int vsock_native_send_burst(int h, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct ep_ring *p;
+	struct rte_ring *out;
+	uint32_t mine, peer;
+	unsigned int s, i, room;
+	int rc;
+
+	rc = burst_begin(h, pkts, n, &p, &s, &mine, &peer);
 	if (rc < 0)
 		return rc;
 	if ((mine & EP_RING_SHUT_SEND) || (peer & (EP_RING_SHUT_RCV | EP_RING_CLOSED)))
@@ -390,18 +404,7 @@ int vsock_native_recv_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 	unsigned int s;
 	int rc, got;
 
-	if (!native_up)
-		return -ENODEV;
-	p = conn_of(h);
-	if (!p)
-		return -EBADF;
-	if (!pkts && n)
-		return -EINVAL;
-	s = (unsigned int)p->prog_side;
-	mine = ep_ring_flags(p, s);
-	/* Acquire before reading the ring: everything sent before SHUT_SEND is visible. */
-	peer = ep_ring_flags(p, !s);
-	rc = usable(p, mine, peer);
+	rc = burst_begin(h, pkts, n, &p, &s, &mine, &peer);
 	if (rc < 0)
 		return rc;
 	in = p->r[!s];
