@@ -51,16 +51,20 @@ static inline int make_handle(uint16_t gen, uint32_t idx)
 }
 
 /* The ep_ring behind a connection handle the program still holds, or NULL. */
-static struct ep_ring *conn_of(int h)
+/* The connection behind handle @p h: 0, or -ENODEV (API not running) or -EBADF (no such handle). */
+static int conn_of(int h, struct ep_ring **pp)
 {
 	struct ep_ring *p;
 
+	if (!native_up)
+		return -ENODEV;
 	if (h < 0)
-		return NULL;
+		return -EBADF;
 	p = ep_ring_at((uint32_t)h & ((1u << HANDLE_IDX_BITS) - 1));
 	if (!p || !p->prog_open || make_handle(p->gen, p->idx) != h)
-		return NULL;
-	return p;
+		return -EBADF;
+	*pp = p;
+	return 0;
 }
 
 static struct listener *listener_of(int h)
@@ -271,12 +275,11 @@ int vsock_native_state(int h)
 	struct ep_ring *p;
 	unsigned int s;
 	uint32_t peer;
+	int rc;
 
-	if (!native_up)
-		return -ENODEV;
-	p = conn_of(h);
-	if (!p)
-		return -EBADF;
+	rc = conn_of(h, &p);
+	if (rc < 0)
+		return rc;
 	s = (unsigned int)p->prog_side;
 	/* Flags first (acquire), then the ring: empty after SHUT_SEND means drained. */
 	peer = ep_ring_flags(p, !s);
@@ -287,12 +290,11 @@ int vsock_native_state(int h)
 int vsock_native_info(int h, struct vsock_native_info *info)
 {
 	struct ep_ring *p;
+	int rc;
 
-	if (!native_up)
-		return -ENODEV;
-	p = conn_of(h);
-	if (!p)
-		return -EBADF;
+	rc = conn_of(h, &p);
+	if (rc < 0)
+		return rc;
 	if (!info)
 		return -EINVAL;
 	*info = (struct vsock_native_info){
@@ -323,12 +325,11 @@ static int burst_begin(int h, struct rte_mbuf **pkts, uint16_t n, struct ep_ring
 		       unsigned int *side, uint32_t *mine, uint32_t *peer)
 {
 	struct ep_ring *p;
+	int rc;
 
-	if (!native_up)
-		return -ENODEV;
-	p = conn_of(h);
-	if (!p)
-		return -EBADF;
+	rc = conn_of(h, &p);
+	if (rc < 0)
+		return rc;
 	if (!pkts && n)
 		return -EINVAL;
 	*pp = p;
@@ -426,11 +427,9 @@ int vsock_native_shutdown(int h, int how)
 	unsigned int s;
 	int rc;
 
-	if (!native_up)
-		return -ENODEV;
-	p = conn_of(h);
-	if (!p)
-		return -EBADF;
+	rc = conn_of(h, &p);
+	if (rc < 0)
+		return rc;
 	if (how & ~(VSOCK_NATIVE_SHUT_RD | VSOCK_NATIVE_SHUT_WR) || !how)
 		return -EINVAL;
 	s = (unsigned int)p->prog_side;
@@ -447,12 +446,11 @@ int vsock_native_close(int h)
 	struct ep_ring *p;
 	unsigned int s;
 	uint32_t how;
+	int rc;
 
-	if (!native_up)
-		return -ENODEV;
-	p = conn_of(h);
-	if (!p)
-		return -EBADF;
+	rc = conn_of(h, &p);
+	if (rc < 0)
+		return rc;
 	s = (unsigned int)p->prog_side;
 	/* An unanswered connect is abandoned: the guest's half, if any, is reset. */
 	how = usable(p, ep_ring_flags(p, s), ep_ring_flags(p, !s)) == -ENOTCONN ?
