@@ -3,8 +3,10 @@
 #define VSOCK_PMD_NATIVE_H
 
 /**
- * The native poll-mode host API (doc/native-api.md): a host DPDK program in the same process
- * as the accelerator talks vsock to the guests with mbufs, without a socket or a syscall.
+ * The native poll-mode host API (doc/native-api.md): a host DPDK program talks vsock to the
+ * guests with mbufs, without a socket or a syscall. The program runs the accelerator in its
+ * own process, or it is a DPDK secondary process of the one that does (dpdk-vsock-app
+ * included) and calls vsock_native_attach() first.
  *
  * Each connection is a pair of single-producer single-consumer rte_rings between the
  * program's thread and the worker lcore polling the VM. The program gives mbufs to
@@ -14,15 +16,14 @@
  * an empty one as 0 received, and the connection's fate as a negative errno value.
  *
  * Rules:
- * - every function may be called once vsock_pmd_start() succeeded and until vsock_pmd_stop();
- *   before and after, they return -ENODEV;
+ * - every function may be called once vsock_pmd_start() succeeded and until vsock_pmd_stop()
+ *   (in a secondary process: between vsock_native_attach() and vsock_native_detach(), while
+ *   the primary runs); before and after, they return -ENODEV;
  * - a connection handle is used by one thread at a time (its rings are single-producer,
  *   single-consumer); different connections may be used from different threads;
  * - listen, accept, connect and close allocate nothing, take no lock shared with the workers
  *   and make no syscall either; send and receive touch only the connection's two rings;
  * - a handle that was closed, or never was, gets -EBADF, never a crash.
- *
- * Same-process only: a DPDK secondary process cannot attach (doc/native-api.md says why).
  */
 
 #include <stdint.h>
@@ -32,6 +33,25 @@ extern "C" {
 #endif
 
 struct rte_mbuf;
+
+/**
+ * In a DPDK secondary process (EAL --proc-type=secondary, the primary's --file-prefix): use
+ * the primary's accelerator. Call after rte_eal_init(), before any other call here. The
+ * process's lcore ids must differ from the primary's and other attached secondaries' (EAL
+ * --lcores, e.g. --lcores 8@1): mempool caches are per lcore id across the whole group.
+ * Handles the process still holds when it exits are closed by the primary (within 0.2 s).
+ *
+ * @return 0, or -EINVAL (not a secondary process), -EALREADY, -ENODEV (the primary has not
+ *   started the accelerator), -EBUSY (an lcore id in use by another process of the group),
+ *   -ENOSPC (VSOCK_NATIVE_MAX_PROCS attached), -ETIMEDOUT (the primary does not answer).
+ */
+int vsock_native_attach(void);
+
+/**
+ * Close every handle of this secondary process (as vsock_native_close() and
+ * vsock_native_listen_close() would) and leave the primary. @return 0 or -ENODEV.
+ */
+int vsock_native_detach(void);
 
 /** Connection types, as virtio-vsock numbers them. */
 #define VSOCK_NATIVE_STREAM 1
@@ -43,6 +63,8 @@ struct rte_mbuf;
 
 /** Most listeners at once, over every VM. */
 #define VSOCK_NATIVE_MAX_LISTENERS 64
+/** Secondary processes attached at once. */
+#define VSOCK_NATIVE_MAX_PROCS 15
 /** Connections the native API and guest-to-guest routing share, at once. */
 #define VSOCK_NATIVE_MAX_CONNS 1024
 /** mbufs each direction of a connection holds before the sender sees backpressure. */

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vsock-native-example: a host service on the native poll-mode API
- * (include/vsock_pmd_native.h), in the same process as the accelerator.
+ * (include/vsock_pmd_native.h), in the same process as the accelerator or in a DPDK
+ * secondary process of one (dpdk-vsock-app, say).
  *
  *   vsock-native-example <EAL args> -- --vm cid=N,socket=PATH,uds=PATH [--vm ...]
  *                        --port P [--mode echo|sink|source] [--bytes N]
+ *   vsock-native-example --proc-type=secondary --file-prefix PRIMARY'S --lcores 8@0 --
+ *                        --cid N [--cid ...] --port P [--mode ...] [--bytes N]
  *
  * It listens on host port P of every VM; a guest connecting to CID 2 port P gets:
  *   echo    everything it sends, back (each seqpacket message as one message)
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_lcore.h>
@@ -191,13 +195,32 @@ static void accept_all(const int *listeners, unsigned int nb)
 static void usage(const char *prog)
 {
 	printf("Usage: %s [EAL options] -- --vm cid=N,socket=PATH,uds=PATH [--vm ...] --port P\n"
-	       "          [--mode echo|sink|source] [--bytes N]\n", prog);
+	       "          [--mode echo|sink|source] [--bytes N]\n"
+	       "       %s --proc-type=secondary [EAL options] -- --cid N [--cid ...] --port P\n"
+	       "          [--mode echo|sink|source] [--bytes N]\n", prog, prog);
+}
+
+/* --cid: a VM of the primary to serve, when this is a secondary process. */
+static int cid_add(const char *arg, struct app_opts *opts)
+{
+	char *end;
+	unsigned long long cid = strtoull(arg, &end, 0);
+
+	if (*end || cid < 3 || opts->pmd.nb_vms == VSOCK_PMD_MAX_VMS) {
+		fprintf(stderr, "--cid %s: a guest CID (>= 3), at most %d of them\n", arg,
+			VSOCK_PMD_MAX_VMS);
+		return -1;
+	}
+	opts->pmd.vms[opts->pmd.nb_vms++].cid = cid;
+	return 0;
 }
 
 static int parse(int argc, char **argv, struct app_opts *opts, uint32_t *port)
 {
+	bool secondary = rte_eal_process_type() == RTE_PROC_SECONDARY;
 	static const struct option lo[] = {
 		{ "vm", required_argument, NULL, 'v' },
+		{ "cid", required_argument, NULL, 'c' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "bytes", required_argument, NULL, 'b' },
@@ -210,10 +233,23 @@ static int parse(int argc, char **argv, struct app_opts *opts, uint32_t *port)
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
 		case 'v':
+			if (secondary) {
+				fprintf(stderr, "a secondary process serves the primary's VMs: "
+					"--cid, not --vm\n");
+				return -1;
+			}
 			if (app_vm_add(optarg, opts, err, sizeof(err)) < 0) {
 				fprintf(stderr, "%s\n", err);
 				return -1;
 			}
+			break;
+		case 'c':
+			if (!secondary) {
+				fprintf(stderr, "--cid is for a secondary process: use --vm\n");
+				return -1;
+			}
+			if (cid_add(optarg, opts) < 0)
+				return -1;
 			break;
 		case 'p':
 			*port = (uint32_t)strtoul(optarg, NULL, 0);
@@ -235,16 +271,36 @@ static int parse(int argc, char **argv, struct app_opts *opts, uint32_t *port)
 			return -1;
 		}
 	}
-	return opts->pmd.nb_vms && *port ? 0 : -1;
+	return 0;
+}
+
+/* Run the accelerator here, or use the primary's. */
+static int engine_start(const struct app_opts *opts, bool secondary)
+{
+	int rc = secondary ? vsock_native_attach() : vsock_pmd_start(&opts->pmd);
+
+	if (rc < 0)
+		fprintf(stderr, "cannot %s: %s\n", secondary ? "attach to the primary process" :
+			"start the accelerator", strerror(-rc));
+	return rc;
+}
+
+static void engine_stop(bool secondary)
+{
+	if (secondary)
+		vsock_native_detach();
+	else
+		vsock_pmd_stop();
 }
 
 int main(int argc, char **argv)
 {
 	int listeners[VSOCK_PMD_MAX_VMS];
+	char err[APP_ERR_LEN], pool_name[RTE_MEMPOOL_NAMESIZE];
 	struct app_opts opts;
-	char err[APP_ERR_LEN];
 	uint32_t port = 0;
 	unsigned int i;
+	bool secondary;
 	int n, rc = 1;
 
 	n = rte_eal_init(argc, argv);
@@ -252,20 +308,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "EAL initialisation failed\n");
 		return 1;
 	}
+	secondary = rte_eal_process_type() == RTE_PROC_SECONDARY;
 	app_opts_init(&opts);
-	if (parse(argc - n, argv + n, &opts, &port) < 0 ||
-	    app_opts_validate(&opts, err, sizeof(err)) < 0) {
+	if (parse(argc - n, argv + n, &opts, &port) < 0 || !port || !opts.pmd.nb_vms ||
+	    (!secondary && app_opts_validate(&opts, err, sizeof(err)) < 0)) {
 		usage(argv[0]);
 		goto out;
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	pool = rte_pktmbuf_pool_create("example", POOL_MBUFS, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+	/* Pool names are shared by every process of the group. */
+	snprintf(pool_name, sizeof(pool_name), "example_%d", getpid());
+	pool = rte_pktmbuf_pool_create(pool_name, POOL_MBUFS, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       (int)rte_socket_id());
-	if (!pool || vsock_pmd_start(&opts.pmd) < 0) {
-		fprintf(stderr, "cannot start the accelerator\n");
+	if (!pool || engine_start(&opts, secondary) < 0)
 		goto out;
-	}
 	for (i = 0; i < opts.pmd.nb_vms; i++) {
 		listeners[i] = vsock_native_listen(opts.pmd.vms[i].cid, port);
 		if (listeners[i] < 0) {
@@ -304,7 +361,7 @@ int main(int argc, char **argv)
 			conn_close(&conns[i], "stopping");
 	}
 stop:
-	vsock_pmd_stop();
+	engine_stop(secondary);
 out:
 	rte_mempool_free(pool);
 	rte_eal_cleanup();

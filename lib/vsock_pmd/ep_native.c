@@ -9,16 +9,23 @@
  *
  * The program's thread only touches its side: it produces into r[prog_side], consumes
  * r[!prog_side], writes flags[prog_side]. Listener changes serialise program threads with a
- * spinlock the workers never take; a worker reads a listener through its 'active' flag.
+ * lock the workers never take; a worker reads a listener through its 'active' flag.
+ *
+ * Programs may run in DPDK secondary processes (native_proc.c): the listener table lives in
+ * a named memzone, every handle records the process that holds it (its owner), and the lock
+ * records its holder's owner too, so that the handles and the lock of a process that died
+ * can be taken back.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <linux/virtio_vsock.h>
 
 #include <rte_mbuf.h>
+#include <rte_memzone.h>
+#include <rte_pause.h>
 #include <rte_ring.h>
-#include <rte_spinlock.h>
 
 #include <vsock_pmd_native.h>
 
@@ -31,32 +38,52 @@
 #define HANDLE_IDX_BITS 16
 /* Guests waiting for one listener's accept. */
 #define ACCEPT_RING_SIZE 256
+#define REGION_MZ "vsock_native"
 
 struct listener {
 	uint64_t cid;
 	uint32_t port;
 	uint32_t active;	/* published with release once cid and port are set */
 	uint16_t gen;
+	uint8_t owner;		/* the process that listens */
 	struct rte_ring *accept;
 };
 
-static struct listener listeners[VSOCK_NATIVE_MAX_LISTENERS];
-static rte_spinlock_t listen_lock = RTE_SPINLOCK_INITIALIZER;
-static bool native_up;
-static uint32_t next_port;
+/*
+ * What every process of the group shares. Reserved by the first start and never freed, so
+ * that a secondary still attached when the primary stops reads 'up' as 0, not freed memory.
+ */
+struct native_region {
+	uint32_t up;		/* set last at start, cleared first at stop */
+	uint32_t epoch;		/* one per start: a process attached to an older one is stale */
+	uint32_t lock;		/* the listener table: 0 free, else holder's owner + 1 */
+	uint32_t next_port;
+	struct listener listeners[VSOCK_NATIVE_MAX_LISTENERS];
+};
+
+static struct native_region *region;
+static uint32_t my_epoch;
+static uint8_t my_owner;	/* this process, as handles record it */
 
 static inline int make_handle(uint16_t gen, uint32_t idx)
 {
 	return (int)(((uint32_t)(gen & HANDLE_GEN_MASK) << HANDLE_IDX_BITS) | idx);
 }
 
-/* The ep_ring behind a connection handle the program still holds, or NULL. */
+/* The API works in this process now: the primary runs the start this process knows. */
+static inline bool native_up(void)
+{
+	/* Acquire pairs with the release in ep_native_init(): the table is set up. */
+	return region && __atomic_load_n(&region->up, __ATOMIC_ACQUIRE) &&
+	       region->epoch == my_epoch;
+}
+
 /* The connection behind handle @p h: 0, or -ENODEV (API not running) or -EBADF (no such handle). */
 static int conn_of(int h, struct ep_ring **pp)
 {
 	struct ep_ring *p;
 
-	if (!native_up)
+	if (!native_up())
 		return -ENODEV;
 	if (h < 0)
 		return -EBADF;
@@ -74,29 +101,80 @@ static struct listener *listener_of(int h)
 
 	if (h < 0 || idx >= VSOCK_NATIVE_MAX_LISTENERS)
 		return NULL;
-	l = &listeners[idx];
+	l = &region->listeners[idx];
 	if (!__atomic_load_n(&l->active, __ATOMIC_ACQUIRE) || make_handle(l->gen, idx) != h)
 		return NULL;
 	return l;
 }
 
+static void table_lock(void)
+{
+	uint32_t free_lock = 0;
+
+	/* Acquire: the previous holder's changes to the table are visible. */
+	while (!__atomic_compare_exchange_n(&region->lock, &free_lock, my_owner + 1u, false,
+					    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		free_lock = 0;
+		rte_pause();
+	}
+}
+
+static void table_unlock(void)
+{
+	/* Release: our changes to the table are visible to the next holder. */
+	__atomic_store_n(&region->lock, 0, __ATOMIC_RELEASE);
+}
+
 int ep_native_init(int socket)
 {
+	const struct rte_memzone *mz = rte_memzone_lookup(REGION_MZ);
 	unsigned int i;
 
+	if (!mz)
+		mz = rte_memzone_reserve(REGION_MZ, sizeof(*region), socket, 0);
+	if (!mz)
+		return -ENOMEM;
+	region = mz->addr;
+	region->lock = 0;
 	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
+		struct listener *l = &region->listeners[i];
 		char name[RTE_RING_NAMESIZE];
 
+		l->active = 0;
 		snprintf(name, sizeof(name), "vsock_accept_%u", i);
-		listeners[i].accept = rte_ring_create(name, ACCEPT_RING_SIZE, socket,
-						      RING_F_SC_DEQ);
-		if (!listeners[i].accept) {
+		l->accept = rte_ring_create(name, ACCEPT_RING_SIZE, socket, RING_F_SC_DEQ);
+		if (!l->accept) {
 			ep_native_fini();
 			return -ENOMEM;
 		}
 	}
-	native_up = true;
+	my_owner = 0;
+	my_epoch = region->epoch + 1;
+	region->epoch = my_epoch;
+	/* Release: a program that sees the API up sees the listener table set up. */
+	__atomic_store_n(&region->up, 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+int ep_native_attach(uint8_t owner)
+{
+	const struct rte_memzone *mz = rte_memzone_lookup(REGION_MZ);
+
+	if (!mz)
+		return -ENODEV;
+	region = mz->addr;
+	my_epoch = __atomic_load_n(&region->epoch, __ATOMIC_RELAXED);
+	my_owner = owner;
+	if (!native_up()) {
+		region = NULL;
+		return -ENODEV;
+	}
+	return 0;
+}
+
+void ep_native_detach(void)
+{
+	region = NULL;
 }
 
 /* Refuse every guest waiting on @p l: its REQUEST gets an RST from its table. */
@@ -112,9 +190,11 @@ void ep_native_fini(void)
 {
 	unsigned int i;
 
-	native_up = false;
+	if (!region)
+		return;
+	__atomic_store_n(&region->up, 0, __ATOMIC_RELEASE);
 	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
-		struct listener *l = &listeners[i];
+		struct listener *l = &region->listeners[i];
 
 		__atomic_store_n(&l->active, 0, __ATOMIC_RELEASE);
 		if (l->accept)
@@ -122,14 +202,15 @@ void ep_native_fini(void)
 		rte_ring_free(l->accept);
 		l->accept = NULL;
 	}
+	region = NULL;
 }
 
 struct rte_ring *ep_native_listener_ring(uint64_t cid, uint32_t port)
 {
 	unsigned int i;
 
-	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
-		const struct listener *l = &listeners[i];
+	for (i = 0; region && i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
+		const struct listener *l = &region->listeners[i];
 
 		/* Acquire pairs with the release in vsock_native_listen(): cid and port are set. */
 		if (__atomic_load_n(&l->active, __ATOMIC_ACQUIRE) && l->cid == cid &&
@@ -145,35 +226,36 @@ int vsock_native_listen(uint64_t cid, uint32_t port)
 	unsigned int i;
 	int rc;
 
-	if (!native_up)
+	if (!native_up())
 		return -ENODEV;
 	if (ep_sibling_running(cid) < 0)
 		return -ENOENT;
-	rte_spinlock_lock(&listen_lock);
+	table_lock();
 	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
-		struct listener *l = &listeners[i];
+		struct listener *l = &region->listeners[i];
 
 		if (!l->active) {
 			if (!free_l)
 				free_l = l;
 		} else if (l->cid == cid && l->port == port) {
-			rte_spinlock_unlock(&listen_lock);
+			table_unlock();
 			return -EADDRINUSE;
 		}
 	}
 	if (!free_l) {
-		rte_spinlock_unlock(&listen_lock);
+		table_unlock();
 		return -ENOSPC;
 	}
 	/* A worker may have queued a guest just as the previous listener closed. */
 	accept_drain(free_l);
 	free_l->cid = cid;
 	free_l->port = port;
+	free_l->owner = my_owner;
 	free_l->gen++;
 	/* Release: a worker that sees the listener active sees its cid and port. */
 	__atomic_store_n(&free_l->active, 1, __ATOMIC_RELEASE);
-	rc = make_handle(free_l->gen, (uint32_t)(free_l - listeners));
-	rte_spinlock_unlock(&listen_lock);
+	rc = make_handle(free_l->gen, (uint32_t)(free_l - region->listeners));
+	table_unlock();
 	return rc;
 }
 
@@ -181,17 +263,17 @@ int vsock_native_listen_close(int lh)
 {
 	struct listener *l;
 
-	if (!native_up)
+	if (!native_up())
 		return -ENODEV;
-	rte_spinlock_lock(&listen_lock);
+	table_lock();
 	l = listener_of(lh);
 	if (!l) {
-		rte_spinlock_unlock(&listen_lock);
+		table_unlock();
 		return -EBADF;
 	}
 	__atomic_store_n(&l->active, 0, __ATOMIC_RELEASE);
 	accept_drain(l);
-	rte_spinlock_unlock(&listen_lock);
+	table_unlock();
 	return 0;
 }
 
@@ -200,7 +282,7 @@ int vsock_native_accept(int lh)
 	struct listener *l;
 	struct ep_ring *p;
 
-	if (!native_up)
+	if (!native_up())
 		return -ENODEV;
 	l = listener_of(lh);
 	if (!l)
@@ -212,7 +294,9 @@ int vsock_native_accept(int lh)
 			continue;
 		}
 		p->prog_side = 1;
-		p->prog_open = 1;
+		p->prog_owner = my_owner;
+		/* Release: a reaper that sees the handle open sees its owner (release_owner()). */
+		__atomic_store_n(&p->prog_open, 1, __ATOMIC_RELEASE);
 		ep_ring_set(p, 1, EP_RING_ACCEPTED);
 		return make_handle(p->gen, p->idx);
 	}
@@ -225,7 +309,7 @@ int vsock_native_connect(uint64_t cid, uint32_t port, int type)
 	struct ep_ring *p;
 	int running;
 
-	if (!native_up)
+	if (!native_up())
 		return -ENODEV;
 	if (type != VSOCK_NATIVE_STREAM && type != VSOCK_NATIVE_SEQPACKET)
 		return -EINVAL;
@@ -240,13 +324,15 @@ int vsock_native_connect(uint64_t cid, uint32_t port, int type)
 		return -ENOBUFS;
 	p->src_cid = HOST_CID;
 	p->src_port = EP_RING_NATIVE_PORT_FIRST +
-		      __atomic_fetch_add(&next_port, 1, __ATOMIC_RELAXED) %
+		      __atomic_fetch_add(&region->next_port, 1, __ATOMIC_RELAXED) %
 		      (UINT32_MAX - EP_RING_NATIVE_PORT_FIRST);
 	p->dst_cid = cid;
 	p->dst_port = port;
 	p->type = (uint16_t)type;
 	p->prog_side = 0;
-	p->prog_open = 1;
+	p->prog_owner = my_owner;
+	/* Release: a reaper that sees the handle open sees its owner (release_owner()). */
+	__atomic_store_n(&p->prog_open, 1, __ATOMIC_RELEASE);
 	/* The ring's enqueue publishes every field above to the table that takes it. */
 	if (rte_ring_mp_enqueue(in, p) < 0) {
 		p->prog_open = 0;
@@ -441,17 +527,12 @@ int vsock_native_shutdown(int h, int how)
 	return 0;
 }
 
-int vsock_native_close(int h)
+/* The program lets go of @p p, as close(2) would (vsock_native_close()). */
+static void prog_close(struct ep_ring *p)
 {
-	struct ep_ring *p;
-	unsigned int s;
+	unsigned int s = (unsigned int)p->prog_side;
 	uint32_t how;
-	int rc;
 
-	rc = conn_of(h, &p);
-	if (rc < 0)
-		return rc;
-	s = (unsigned int)p->prog_side;
 	/* An unanswered connect is abandoned: the guest's half, if any, is reset. */
 	how = usable(p, ep_ring_flags(p, s), ep_ring_flags(p, !s)) == -ENOTCONN ?
 	      EP_RING_RST : EP_RING_SHUT_SEND | EP_RING_SHUT_RCV;
@@ -460,5 +541,48 @@ int vsock_native_close(int h)
 	p->msg_head = NULL;
 	p->msg_tail = NULL;
 	ep_ring_release(p, s, how);
+}
+
+int vsock_native_close(int h)
+{
+	struct ep_ring *p;
+	int rc;
+
+	rc = conn_of(h, &p);
+	if (rc < 0)
+		return rc;
+	prog_close(p);
 	return 0;
+}
+
+unsigned int ep_native_release_owner(uint8_t owner)
+{
+	unsigned int i, n = 0;
+	struct ep_ring *p;
+	uint32_t held = owner + 1u;
+
+	if (!native_up())
+		return 0;
+	/* A process that died holding the table's lock will not release it. */
+	__atomic_compare_exchange_n(&region->lock, &held, 0, false, __ATOMIC_RELEASE,
+				    __ATOMIC_RELAXED);
+	table_lock();
+	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
+		struct listener *l = &region->listeners[i];
+
+		if (l->active && l->owner == owner) {
+			__atomic_store_n(&l->active, 0, __ATOMIC_RELEASE);
+			accept_drain(l);
+			n++;
+		}
+	}
+	table_unlock();
+	for (i = 0; (p = ep_ring_at(i)) != NULL; i++) {
+		/* Acquire pairs with the release in accept and connect: the owner is set. */
+		if (__atomic_load_n(&p->prog_open, __ATOMIC_ACQUIRE) && p->prog_owner == owner) {
+			prog_close(p);
+			n++;
+		}
+	}
+	return n;
 }

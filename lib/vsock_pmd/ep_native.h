@@ -11,11 +11,29 @@
 
 struct rte_ring;
 
-/** Create the listeners' accept rings on NUMA node @p socket. @return 0 or -ENOMEM. */
+/**
+ * The primary: create the listeners' accept rings on NUMA node @p socket and open the API to
+ * every process of the group. @return 0 or -ENOMEM.
+ */
 int ep_native_init(int socket);
 
 /** Refuse what still waits on listeners, free their rings; the API returns -ENODEV after. */
 void ep_native_fini(void);
+
+/**
+ * A secondary process (native_proc.c): use the primary's API, the handles it makes recorded
+ * as @p owner's. @return 0 or -ENODEV (the primary's API is not up).
+ */
+int ep_native_attach(uint8_t owner);
+
+/** A secondary process: stop using the primary's API (its calls return -ENODEV). */
+void ep_native_detach(void);
+
+/**
+ * Close every listener and connection handle of process @p owner, and the table's lock if
+ * it died holding it: it detached, or it exited without. @return handles closed.
+ */
+unsigned int ep_native_release_owner(uint8_t owner);
 
 /**
  * The accept ring (struct ep_ring *, MP/SC) of the listener on host port @p port of VM

@@ -43,14 +43,22 @@
 /**
  * How a worker lcore that sleeps while idle (--wait-mode notify) is woken by the far sides
  * of its ring connections: it sets @p sleeping, then looks at every ring once more, then
- * sleeps on @p fd. A far side that changes a ring or a flag and then finds @p sleeping set
- * writes @p fd. One of the two always sees the other's store (both fence in between), so
- * no change is missed; and a polling lcore costs a far side a fence and a load, no syscall.
+ * sleeps on its eventfd. A far side that changes a ring or a flag and then finds @p sleeping
+ * set writes the eventfd. One of the two always sees the other's store (both fence in
+ * between), so no change is missed; and a polling lcore costs a far side a fence and a load,
+ * no syscall. The eventfd is found by @p lcore in a per-process table: a secondary process
+ * has its own descriptor for it (native_proc.c).
  */
 struct ep_waker {
 	uint32_t sleeping;
-	int fd;		/* eventfd in the worker's epoll set */
+	uint32_t lcore;		/* the worker's lcore: its eventfd in ep_waker_fd() */
 };
+
+/** In this process, the worker of @p lcore is woken through eventfd @p fd (-1: none now). */
+void ep_waker_set_fd(unsigned int lcore, int fd);
+
+/** This process's eventfd for the worker of @p lcore, or -1. */
+int ep_waker_fd(unsigned int lcore);
 
 /** Slow path of ep_wake(): clear @p w->sleeping and write its eventfd once. */
 void ep_waker_wake(struct ep_waker *w);
@@ -86,6 +94,7 @@ struct ep_ring {
 	/* The native API's side, if a host program holds one (ep_native.c). */
 	int8_t prog_side;	/* -1: none */
 	uint8_t prog_open;	/* the program's handle is valid */
+	uint8_t prog_owner;	/* the process holding the handle (native_proc.h) */
 	struct rte_mbuf *msg_head, *msg_tail;	/* SEQPACKET message being reassembled */
 
 	uint32_t flags[2] __rte_cache_aligned;
@@ -102,6 +111,12 @@ int ep_ring_pool_init(unsigned int nb, unsigned int ring_size, int socket);
 
 /** Free the pool; every ep_ring must be released (mbufs still in rings are freed). */
 void ep_ring_pool_fini(void);
+
+/** A secondary process: find the primary's pool. @return 0 or -ENODEV (none). */
+int ep_ring_pool_attach(void);
+
+/** A secondary process: forget the pool (the primary keeps it). */
+void ep_ring_pool_detach(void);
 
 /** Whether the pool exists. */
 bool ep_ring_pool_ready(void);

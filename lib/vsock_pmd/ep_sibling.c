@@ -4,6 +4,9 @@
  * device runs, read by every worker: the CIDs, group masks and rings never change while
  * workers run, only the running flags (relaxed: a REQUEST racing a guest's departure is
  * refused by the departing table's reset instead).
+ *
+ * The table is a named memzone: the native API in a secondary process (native_proc.c) looks
+ * VMs up in it, as the primary's workers do.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,6 +14,7 @@
 #include <string.h>
 
 #include <rte_errno.h>
+#include <rte_memzone.h>
 #include <rte_ring.h>
 
 #include "ep_native.h"
@@ -19,6 +23,7 @@
 #include "log.h"
 
 #define HOST_CID 2
+#define TABLE_MZ "vsock_sibling"
 
 struct sibling_vm {
 	uint64_t cid;
@@ -28,16 +33,21 @@ struct sibling_vm {
 	bool running;
 };
 
-static struct sibling_vm vms[VSOCK_PMD_MAX_VMS];
-static unsigned int nb_vms;
+struct sibling_table {
+	unsigned int nb_vms;
+	struct sibling_vm vms[VSOCK_PMD_MAX_VMS];
+};
+
+static const struct rte_memzone *table_mz;	/* the primary's: it frees it */
+static struct sibling_table *table;
 
 static struct sibling_vm *vm_by_cid(uint64_t cid)
 {
 	unsigned int i;
 
-	for (i = 0; i < nb_vms; i++) {
-		if (vms[i].cid == cid)
-			return &vms[i];
+	for (i = 0; table && i < table->nb_vms; i++) {
+		if (table->vms[i].cid == cid)
+			return &table->vms[i];
 	}
 	return NULL;
 }
@@ -48,9 +58,16 @@ int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes)
 	static char names[VSOCK_PMD_MAX_GROUPS][VSOCK_PMD_GROUP_NAME_MAX];
 	unsigned int i, g, bit, nb_names = 0;
 
+	if (table)
+		return -EALREADY;
+	table_mz = rte_memzone_reserve(TABLE_MZ, sizeof(*table), SOCKET_ID_ANY, 0);
+	if (!table_mz)
+		return -ENOMEM;
+	table = table_mz->addr;
+	memset(table, 0, sizeof(*table));
 	for (i = 0; i < conf->nb_vms; i++) {
 		const struct vsock_pmd_vm_conf *vc = &conf->vms[i];
-		struct sibling_vm *v = &vms[i];
+		struct sibling_vm *v = &table->vms[i];
 		char name[RTE_RING_NAMESIZE];
 
 		memset(v, 0, sizeof(*v));
@@ -73,7 +90,7 @@ int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes)
 		snprintf(name, sizeof(name), "vsock_in_%" PRIu64, vc->cid);
 		v->incoming = rte_ring_create(name, EP_SIBLING_INCOMING_SIZE, nodes[i],
 					      RING_F_SC_DEQ);
-		nb_vms = i + 1;
+		table->nb_vms = i + 1;
 		if (!v->incoming) {
 			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create its incoming ring: %s",
 				  vc->cid, rte_strerror(rte_errno));
@@ -88,11 +105,28 @@ void ep_sibling_fini(void)
 {
 	unsigned int i;
 
-	for (i = 0; i < nb_vms; i++) {
-		rte_ring_free(vms[i].incoming);
-		vms[i].incoming = NULL;
-	}
-	nb_vms = 0;
+	if (!table_mz)
+		return;
+	for (i = 0; i < table->nb_vms; i++)
+		rte_ring_free(table->vms[i].incoming);
+	rte_memzone_free(table_mz);
+	table_mz = NULL;
+	table = NULL;
+}
+
+int ep_sibling_attach(void)
+{
+	const struct rte_memzone *mz = rte_memzone_lookup(TABLE_MZ);
+
+	if (!mz)
+		return -ENODEV;
+	table = mz->addr;
+	return 0;
+}
+
+void ep_sibling_detach(void)
+{
+	table = NULL;
 }
 
 struct rte_ring *ep_sibling_incoming(uint64_t cid)

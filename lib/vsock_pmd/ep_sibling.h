@@ -10,7 +10,8 @@
  * run the full protocol with their own guest, each on its own lcore.
  *
  * The table is built once at start, before any guest runs; afterwards only the running
- * flags change. Lookups are read-only and lock-free: any worker may route.
+ * flags change. Lookups are read-only and lock-free: any worker may route, and so may a
+ * native API program in a secondary process.
  */
 
 #include <stdbool.h>
@@ -32,6 +33,12 @@ int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes);
 
 /** Free the incoming rings; the tables that consumed them are gone. */
 void ep_sibling_fini(void);
+
+/** A secondary process: find the primary's table. @return 0 or -ENODEV (none). */
+int ep_sibling_attach(void);
+
+/** A secondary process: forget the table (the primary keeps it). */
+void ep_sibling_detach(void);
 
 /** The incoming ring of VM @p cid (to give its connection table), or NULL. */
 struct rte_ring *ep_sibling_incoming(uint64_t cid);

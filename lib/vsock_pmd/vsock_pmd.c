@@ -9,6 +9,7 @@
 
 #include "device.h"
 #include "log.h"
+#include "native_proc.h"
 #include "stats.h"
 #include "worker.h"
 
@@ -41,8 +42,12 @@ int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 	rc = workers_start();
 	if (rc < 0)
 		return rc;
-	rc = vsock_devs_create(conf);
+	/* Secondaries may attach as soon as the devices open the API: be ready for them. */
+	rc = native_proc_start();
+	if (rc == 0)
+		rc = vsock_devs_create(conf);
 	if (rc < 0) {
+		native_proc_stop();
 		workers_stop();
 		return rc;
 	}
@@ -58,6 +63,8 @@ void vsock_pmd_stop(void)
 		return;
 	/* Operators' calls first: none may still read a device being destroyed. */
 	vsock_stats_close();
+	/* No secondary is reaped while the API's tables go away under it. */
+	native_proc_stop();
 	vsock_devs_destroy();
 	workers_stop();
 	started = false;

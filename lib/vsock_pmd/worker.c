@@ -446,7 +446,8 @@ int workers_start(void)
 		w->lcore_id = lcore;
 		workers[nb_workers++] = w;
 		w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		w->waker.fd = w->wake_fd;
+		w->waker.lcore = lcore;
+		ep_waker_set_fd(lcore, w->wake_fd);
 		w->epfd = epoll_create1(EPOLL_CLOEXEC);
 		if (w->wake_fd < 0 || w->epfd < 0 ||
 		    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd,
@@ -499,6 +500,7 @@ void workers_stop(void)
 		pthread_mutex_destroy(&w->ctl_lock);
 		if (w->epfd >= 0)
 			close(w->epfd);
+		ep_waker_set_fd(w->lcore_id, -1);
 		if (w->wake_fd >= 0)
 			close(w->wake_fd);
 		rte_free(w->scratch);

@@ -24,6 +24,7 @@
 #include <vsock_pmd.h>
 #include <vsock_pmd_native.h>
 
+#include "native_io.h"
 #include "tap.h"
 #include "vfe.h"
 #include "vfe_guest.h"
@@ -91,46 +92,7 @@ static void detach(void)
 /* Send @p len bytes of pat from @p off as CHUNK-byte mbufs; returns bytes taken now. */
 static long native_send(int h, size_t off, size_t len)
 {
-	struct rte_mbuf *m[32];
-	unsigned int i, n = 0;
-	int rc;
-
-	while (n < RTE_DIM(m) && len > (size_t)n * CHUNK) {
-		uint32_t l = (uint32_t)RTE_MIN((size_t)CHUNK, len - (size_t)n * CHUNK);
-
-		m[n] = rte_pktmbuf_alloc(mp);
-		if (!m[n])
-			break;
-		memcpy(rte_pktmbuf_append(m[n], (uint16_t)l), pat + off + (size_t)n * CHUNK, l);
-		n++;
-	}
-	rc = vsock_native_send_burst(h, m, (uint16_t)n);
-	for (i = rc > 0 ? (unsigned int)rc : 0; i < n; i++)
-		rte_pktmbuf_free(m[i]);
-	if (rc < 0)
-		return rc;
-	return (long)RTE_MIN(len, (size_t)rc * CHUNK);
-}
-
-/* Receive into @p buf at @p *got (at most @p max); returns what recv_burst returned. */
-static int native_recv(int h, uint8_t *buf, size_t *got, size_t max, unsigned int *msgs)
-{
-	struct rte_mbuf *m[32];
-	int i, rc = vsock_native_recv_burst(h, m, RTE_DIM(m));
-
-	for (i = 0; i < rc; i++) {
-		struct rte_mbuf *s;
-
-		for (s = m[i]; s; s = s->next) {
-			if (*got + s->data_len <= max)
-				memcpy(buf + *got, rte_pktmbuf_mtod(s, void *), s->data_len);
-			*got += s->data_len;
-		}
-		if (msgs)
-			(*msgs)++;
-		rte_pktmbuf_free(m[i]);
-	}
-	return rc;
+	return native_io_send(h, mp, pat + off, len, CHUNK);
 }
 
 static void test_misuse_unstarted(void)
@@ -174,7 +136,7 @@ static void test_accept(void)
 	/* 256 KiB guest -> host, checked byte for byte. */
 	WAIT((sent += (size_t)RTE_MAX(vfe_guest_send(&g, gc, pat + sent,
 						      RTE_MIN((size_t)65536, 262144 - sent)), 0L),
-	      native_recv(h, got, &rcvd, sizeof(got), NULL), rcvd >= 262144), 20000);
+	      native_io_recv(h, got, &rcvd, sizeof(got), NULL), rcvd >= 262144), 20000);
 	tap_ok(rcvd == 262144 && memcmp(got, pat, rcvd) == 0,
 	       "256 KiB guest -> host through recv_burst, intact (%zu)", rcvd);
 
@@ -194,7 +156,7 @@ static void test_accept(void)
 	tap_ok(native_send(h, 0, 10) == -EPIPE, "send after SHUT_WR: -EPIPE");
 	rcvd = 0;
 	vfe_guest_send(&g, gc, pat, 1000);
-	tap_ok(WAIT((native_recv(h, got, &rcvd, sizeof(got), NULL), rcvd >= 1000), WAIT_MS) &&
+	tap_ok(WAIT((native_io_recv(h, got, &rcvd, sizeof(got), NULL), rcvd >= 1000), WAIT_MS) &&
 	       memcmp(got, pat, 1000) == 0, "the guest still sends: 1000 bytes arrive");
 	/* The guest shuts down too: the host drains, then reads the end of the stream. */
 	vfe_guest_shutdown(&g, gc, VIRTIO_VSOCK_SHUTDOWN_SEND);
@@ -295,7 +257,7 @@ static void test_credit(void)
 	tap_ok(vfe_guest_credit(gc) == 0 && sent < total,
 	       "the host reads nothing: the guest's credit runs out after %zu bytes", sent);
 	WAIT(((n = vfe_guest_send(&g, gc, pat + sent, RTE_MIN((size_t)65536, total - sent))) >
-	      0 ? sent += (size_t)n : 0, native_recv(h, got, &rcvd, total, NULL),
+	      0 ? sent += (size_t)n : 0, native_io_recv(h, got, &rcvd, total, NULL),
 	      rcvd >= total), 30000);
 	tap_ok(rcvd == total && memcmp(got, pat, total) == 0,
 	       "the host reads: credit comes back, all 1 MiB arrives, intact (%zu)", rcvd);
@@ -327,7 +289,7 @@ static void test_seqpacket(void)
 	vfe_guest_send_msg(&g, gc, pat, 100);
 	vfe_guest_send_msg(&g, gc, pat + 100, 9000);
 	vfe_guest_send_msg(&g, gc, pat + 9100, 1);
-	WAIT((native_recv(h, got, &rcvd, sizeof(got), &msgs), msgs >= 3), WAIT_MS);
+	WAIT((native_io_recv(h, got, &rcvd, sizeof(got), &msgs), msgs >= 3), WAIT_MS);
 	tap_ok(msgs == 3 && rcvd == 9101 && memcmp(got, pat, rcvd) == 0,
 	       "3 messages guest -> host, as 3 mbuf chains, intact (%u, %zu bytes)", msgs, rcvd);
 	/* Two messages host -> guest, the second a 3-segment chain. */
@@ -391,7 +353,7 @@ static void test_many(void)
 		vsock_native_info(h[i], &info);
 		for (j = 0; j < N && (!gc[j] || gc[j]->local_port != info.guest_port); j++)
 			;
-		WAIT((native_recv(h[i], got, &rcvd, sizeof(got), NULL), rcvd >= 100 + j),
+		WAIT((native_io_recv(h[i], got, &rcvd, sizeof(got), NULL), rcvd >= 100 + j),
 		     WAIT_MS);
 		good += j < N && rcvd == 100 + j && memcmp(got, pat + j, rcvd) == 0;
 	}
