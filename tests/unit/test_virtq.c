@@ -9,29 +9,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "tap.h"
 #include "virtq_split.h"
-
-#define R0_GPA		0x40000000ull
-#define R0_SIZE		0x10000ull
-#define R1_GPA		(R0_GPA + R0_SIZE)	/* adjacent in guest space, not in ours */
-#define R1_SIZE		0x10000ull
-#define GAP_GPA		0x1000ull		/* in no region */
-#define BIG_GPA		0x100000000ull		/* 8 GiB reserved, never touched */
-#define BIG_SIZE	(8ull << 30)
-
-#define F_EVENT_IDX	(1ull << VIRTIO_RING_F_EVENT_IDX)
-#define F_INDIRECT	(1ull << VIRTIO_RING_F_INDIRECT_DESC)
-
-#define NEXT	VRING_DESC_F_NEXT
-#define WRITE	VRING_DESC_F_WRITE
-#define INDIR	VRING_DESC_F_INDIRECT
-
-static uint8_t *r0, *r1;
-static void *big;
-static struct guest_mem mem;
+#include "fake_guest.h"
 
 /* The fake guest: its rings and its view of the indices. */
 struct drv {
@@ -43,18 +24,6 @@ struct drv {
 	uint16_t avail_idx;
 	uint64_t next_gpa;
 };
-
-static void *xalloc(size_t align, size_t len)
-{
-	void *p;
-
-	if (align < sizeof(void *))
-		align = sizeof(void *);
-	if (posix_memalign(&p, align, len) != 0)
-		abort();
-	memset(p, 0, len);
-	return p;
-}
 
 static struct drv *drv_new(uint16_t size, uint16_t start, uint64_t features)
 {
@@ -84,30 +53,6 @@ static void drv_free(struct drv *d)
 	free(d);
 }
 
-static void *hva(uint64_t gpa)
-{
-	void *p = guest_mem_ptr(&mem, gpa, 1);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-/* A guest buffer of len bytes in region 0, filled with a pattern from seed. */
-static uint64_t gbuf(struct drv *d, uint32_t len, uint8_t seed)
-{
-	uint64_t gpa = d->next_gpa;
-	uint8_t *p = hva(gpa);
-	uint32_t i;
-
-	d->next_gpa += (len + 15) & ~15u;
-	if (d->next_gpa > R0_GPA + R0_SIZE)
-		abort();
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)(seed + i);
-	return gpa;
-}
-
 static void set_desc(struct vring_desc *t, uint16_t i, uint64_t gpa, uint32_t len,
 		uint16_t flags, uint16_t next)
 {
@@ -132,16 +77,6 @@ static uint16_t used_idx(const struct drv *d)
 static void set_used_event(struct drv *d, uint16_t v)
 {
 	d->avail->ring[d->size] = htole16(v);
-}
-
-static int check_bytes(const uint8_t *p, uint32_t len, uint8_t seed)
-{
-	uint32_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != (uint8_t)(seed + i))
-			return 0;
-	return 1;
 }
 
 static void test_init(void)
@@ -180,7 +115,9 @@ static void test_basic(void)
 {
 	struct drv *d = drv_new(8, 0, 0);
 	struct virtq_chain c[8];
-	uint64_t hdr = gbuf(d, 44, 0x10), pay = gbuf(d, 100, 0x10 + 44), rx = gbuf(d, 4096, 0);
+	uint64_t hdr = gbuf(&d->next_gpa, 44, 0x10);
+	uint64_t pay = gbuf(&d->next_gpa, 100, 0x10 + 44);
+	uint64_t rx = gbuf(&d->next_gpa, 4096, 0);
 	uint8_t buf[144], out[50];
 	unsigned int i;
 
@@ -253,7 +190,7 @@ static void test_wrap(void)
 	for (i = 0; i < 8; i++)
 		d->used->ring[i].id = htole32(0xdeadbeef);
 	for (i = 0; i < 6; i++) {
-		set_desc(d->desc, i, gbuf(d, 16, i), 16, 0, 0);
+		set_desc(d->desc, i, gbuf(&d->next_gpa, 16, i), 16, 0, 0);
 		post(d, i);
 	}
 	tap_ok(le16toh(d->avail->idx) == 3, "wrap: avail->idx wrapped to 3");
@@ -318,7 +255,7 @@ static void test_burst_and_unget(void)
 	int ok = 1;
 
 	for (i = 0; i < 40; i++) {
-		set_desc(d->desc, i, gbuf(d, 8, i), 8, 0, 0);
+		set_desc(d->desc, i, gbuf(&d->next_gpa, 8, i), 8, 0, 0);
 		post(d, i);
 	}
 	n = virtq_dequeue_burst(&d->vq, c, 2);
@@ -353,7 +290,8 @@ static void test_indirect(void)
 	struct drv *d = drv_new(8, 0, F_INDIRECT);
 	struct virtq_chain c[4];
 	struct vring_desc t[3];
-	uint64_t hdr = gbuf(d, 44, 1), pay = gbuf(d, 20, 45), rx = gbuf(d, 64, 0);
+	uint64_t hdr = gbuf(&d->next_gpa, 44, 1), pay = gbuf(&d->next_gpa, 20, 45);
+	uint64_t rx = gbuf(&d->next_gpa, 64, 0);
 	uint64_t tgpa = R1_GPA + 0x100;
 	uint8_t buf[64];
 
@@ -465,20 +403,20 @@ static void b_head_max(struct drv *d)
 
 static void b_next(struct drv *d)
 {
-	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, NEXT, 8);
+	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 8);
 	post(d, 0);
 }
 
 static void b_loop(struct drv *d)
 {
-	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, NEXT, 1);
-	set_desc(d->desc, 1, gbuf(d, 8, 0), 8, NEXT, 0);
+	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 1);
+	set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 0);
 	post(d, 0);
 }
 
 static void b_self_loop(struct drv *d)
 {
-	set_desc(d->desc, 3, gbuf(d, 8, 0), 8, NEXT, 3);
+	set_desc(d->desc, 3, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 3);
 	post(d, 3);
 }
 
@@ -495,8 +433,8 @@ static void b_ind_loop(struct drv *d)
 {
 	struct vring_desc *t = table_at_end(d, 2, 0);
 
-	set_desc(t, 0, gbuf(d, 8, 0), 8, NEXT, 1);
-	set_desc(t, 1, gbuf(d, 8, 0), 8, NEXT, 0);
+	set_desc(t, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 1);
+	set_desc(t, 1, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 0);
 	post(d, 0);
 }
 
@@ -504,7 +442,7 @@ static void b_ind_next(struct drv *d)
 {
 	struct vring_desc *t = table_at_end(d, 2, 0);
 
-	set_desc(t, 0, gbuf(d, 8, 0), 8, NEXT, 2);
+	set_desc(t, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 2);
 	post(d, 0);
 }
 
@@ -521,7 +459,7 @@ static void b_ind_with_next(struct drv *d)
 	table_at_end(d, 1, 0);
 	d->desc[0].flags = htole16(INDIR | NEXT);
 	d->desc[0].next = htole16(1);
-	set_desc(d->desc, 1, gbuf(d, 8, 0), 8, 0, 0);
+	set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
 	post(d, 0);
 }
 
@@ -553,14 +491,14 @@ static void b_ind_unnegotiated(struct drv *d)
 {
 	struct vring_desc *t = table_at_end(d, 1, 0);
 
-	set_desc(t, 0, gbuf(d, 8, 0), 8, 0, 0);
+	set_desc(t, 0, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
 	post(d, 0);
 }
 
 static void b_ind_pieces(struct drv *d)
 {
 	struct vring_desc *t = table_at_end(d, VIRTQ_CHAIN_MAX_PIECES + 1, 0);
-	uint64_t b = gbuf(d, 1, 0);
+	uint64_t b = gbuf(&d->next_gpa, 1, 0);
 	uint16_t i;
 
 	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
@@ -582,7 +520,7 @@ static void b_addr_past_end(struct drv *d)
 
 static void b_len0(struct drv *d)
 {
-	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, NEXT, 1);
+	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 1);
 	set_desc(d->desc, 1, R0_GPA, 0, WRITE, 0);
 	post(d, 0);
 }
@@ -609,8 +547,8 @@ static void b_len_4g_writable(struct drv *d)
 
 static void b_order(struct drv *d)
 {
-	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, WRITE | NEXT, 1);
-	set_desc(d->desc, 1, gbuf(d, 8, 0), 8, 0, 0);
+	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, WRITE | NEXT, 1);
+	set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
 	post(d, 0);
 }
 
@@ -663,8 +601,8 @@ static void test_partial_burst(void)
 	struct drv *d = drv_new(8, 0, 0);
 	struct virtq_chain c[4];
 
-	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, 0, 0);
-	set_desc(d->desc, 1, gbuf(d, 8, 0), 8, 0, 0);
+	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
+	set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
 	post(d, 0);
 	post(d, 1);
 	post(d, 9);
@@ -754,7 +692,7 @@ static void test_no_event_idx(void)
 	drv_free(d);
 
 	d = drv_new(8, 500, F_EVENT_IDX);
-	set_desc(d->desc, 0, gbuf(d, 8, 0), 8, 0, 0);
+	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
 	post(d, 0);
 	post(d, 0);
 	post(d, 0);
@@ -771,56 +709,12 @@ static void test_no_event_idx(void)
 	drv_free(d);
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-/* A guest address likely to hit an edge: region ends, the gap, the table area. */
-static uint64_t rnd_addr(void)
-{
-	static const uint64_t base[] = {
-		R0_GPA, R1_GPA - 8, R1_GPA + R1_SIZE - 256, R1_GPA + R1_SIZE - 8, GAP_GPA,
-		BIG_GPA + BIG_SIZE - 16, 0,
-	};
-	uint64_t r = rnd();
-
-	if (r % 8 == 7)
-		return rnd();
-	return base[r % 7] + (rnd() % 32);
-}
-
-static uint32_t rnd_len(void)
-{
-	static const uint32_t lens[] = { 0, 1, 16, 32, 44, 48, 4096, UINT32_MAX };
-
-	return lens[rnd() % 8] + (rnd() % 4 == 0 ? (uint32_t)(rnd() % 64) : 0);
-}
-
 static void rnd_descs(struct vring_desc *t, unsigned int n)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
 		set_desc(t, i, rnd_addr(), rnd_len(), rnd() % 8, rnd() % (n + 2));
-}
-
-static int in_memory(const struct guest_mem_piece *p)
-{
-	unsigned int i;
-
-	for (i = 0; i < mem.nregions; i++) {
-		uint64_t a = (uintptr_t)p->addr, h = mem.regions[i].hva;
-
-		if (a >= h && p->len <= mem.regions[i].size - (a - h))
-			return 1;
-	}
-	return 0;
 }
 
 /*
@@ -835,7 +729,7 @@ static void test_random(void)
 	unsigned int iter, good = 0, broken = 0, bad = 0;
 
 	for (iter = 0; iter < 20000; iter++) {
-		uint16_t start = rnd(), n, i, j;
+		uint16_t start = rnd(), n, i;
 
 		rnd_descs(d->desc, 8);
 		rnd_descs(hva(R1_GPA + R1_SIZE - 256), 16);
@@ -847,25 +741,9 @@ static void test_random(void)
 			abort();
 		n = virtq_dequeue_burst(&d->vq, c, 8);
 		broken += d->vq.broken;
-		for (i = 0; i < n; i++) {
-			uint64_t rl = 0, wl = 0;
-
-			good++;
-			if (c[i].head >= 8 || c[i].nr_readable > c[i].nr_pieces ||
-					c[i].nr_pieces > VIRTQ_CHAIN_MAX_PIECES ||
-					c[i].nr_pieces == 0)
-				bad++;
-			for (j = 0; j < c[i].nr_pieces && j < VIRTQ_CHAIN_MAX_PIECES; j++) {
-				if (!in_memory(&c[i].pieces[j]) || c[i].pieces[j].len == 0)
-					bad++;
-				if (j < c[i].nr_readable)
-					rl += c[i].pieces[j].len;
-				else
-					wl += c[i].pieces[j].len;
-			}
-			if (rl != c[i].readable_len || wl != c[i].writable_len)
-				bad++;
-		}
+		good += n;
+		for (i = 0; i < n; i++)
+			bad += chain_faults(&c[i], 8);
 	}
 	tap_diag("random rings: %u chains accepted, %u queues broken", good, broken);
 	tap_ok(bad == 0 && good > 0 && broken > 0,
@@ -888,17 +766,7 @@ static void test_names(void)
 
 int main(void)
 {
-	struct guest_mem_region r[3];
-
-	r0 = xalloc(4096, R0_SIZE);
-	r1 = xalloc(4096, R1_SIZE);
-	big = mmap(NULL, BIG_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (big == MAP_FAILED)
-		return EXIT_FAILURE;
-	r[0] = (struct guest_mem_region){ R0_GPA, R0_SIZE, (uintptr_t)r0 };
-	r[1] = (struct guest_mem_region){ R1_GPA, R1_SIZE, (uintptr_t)r1 };
-	r[2] = (struct guest_mem_region){ BIG_GPA, BIG_SIZE, (uintptr_t)big };
-	if (guest_mem_init(&mem, r, 3) != 0)
+	if (fake_guest_init() != 0)
 		return EXIT_FAILURE;
 
 	test_init();
@@ -915,8 +783,6 @@ int main(void)
 	test_random();
 	test_names();
 
-	munmap(big, BIG_SIZE);
-	free(r0);
-	free(r1);
+	fake_guest_fini();
 	return tap_done();
 }

@@ -9,32 +9,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "tap.h"
 #include "virtq.h"
+#include "fake_guest.h"
 
-#define R0_GPA		0x40000000ull
-#define R0_SIZE		0x10000ull
-#define R1_GPA		(R0_GPA + R0_SIZE)	/* adjacent in guest space, not in ours */
-#define R1_SIZE		0x10000ull
-#define GAP_GPA		0x1000ull		/* in no region */
-#define BIG_GPA		0x100000000ull		/* 8 GiB reserved, never touched */
-#define BIG_SIZE	(8ull << 30)
-
-#define F_EVENT_IDX	(1ull << VIRTIO_RING_F_EVENT_IDX)
-#define F_INDIRECT	(1ull << VIRTIO_RING_F_INDIRECT_DESC)
-
-#define NEXT	VRING_DESC_F_NEXT
-#define WRITE	VRING_DESC_F_WRITE
-#define INDIR	VRING_DESC_F_INDIRECT
 #define AVAIL	(1u << VRING_PACKED_DESC_F_AVAIL)
 #define USED	(1u << VRING_PACKED_DESC_F_USED)
 #define WRAP	VIRTQ_PACKED_WRAP
-
-static uint8_t *r0, *r1;
-static void *big;
-static struct guest_mem mem;
 
 /* The fake driver: its ring, event structures, and positions (index + wrap). */
 struct drv {
@@ -53,18 +35,6 @@ struct buf {
 	uint32_t len;
 	uint16_t flags;		/* WRITE, INDIRECT, or extra bits for hostile cases */
 };
-
-static void *xalloc(size_t align, size_t len)
-{
-	void *p;
-
-	if (align < sizeof(void *))
-		align = sizeof(void *);
-	if (posix_memalign(&p, align, len) != 0)
-		abort();
-	memset(p, 0, len);
-	return p;
-}
 
 static uint16_t padd(uint16_t pos, unsigned int n, uint16_t size)
 {
@@ -100,29 +70,6 @@ static void drv_free(struct drv *d)
 	free(d->drv_ev);
 	free(d->dev_ev);
 	free(d);
-}
-
-static void *hva(uint64_t gpa)
-{
-	void *p = guest_mem_ptr(&mem, gpa, 1);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-static uint64_t gbuf(struct drv *d, uint32_t len, uint8_t seed)
-{
-	uint64_t gpa = d->next_gpa;
-	uint8_t *p = hva(gpa);
-	uint32_t i;
-
-	d->next_gpa += (len + 15) & ~15u;
-	if (d->next_gpa > R0_GPA + R0_SIZE)
-		abort();
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)(seed + i);
-	return gpa;
 }
 
 static uint16_t avail_flags(uint16_t pos)
@@ -187,16 +134,6 @@ static int get_used(struct drv *d, uint16_t ndescs, uint32_t *len)
 	return le16toh(e->id);
 }
 
-static int check_bytes(const uint8_t *p, uint32_t len, uint8_t seed)
-{
-	uint32_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != (uint8_t)(seed + i))
-			return 0;
-	return 1;
-}
-
 static void test_init(void)
 {
 	struct vring_packed_desc *desc = xalloc(16, 16 * 8);
@@ -232,7 +169,9 @@ static void test_basic(void)
 	struct drv *d = drv_new(8, WRAP, 0);
 	struct virtq_chain c[8];
 	uint8_t buf[256], out[64];
-	uint64_t hdr = gbuf(d, 44, 0x10), pay = gbuf(d, 100, 0x10 + 44), rx = gbuf(d, 4096, 0);
+	uint64_t hdr = gbuf(&d->next_gpa, 44, 0x10);
+	uint64_t pay = gbuf(&d->next_gpa, 100, 0x10 + 44);
+	uint64_t rx = gbuf(&d->next_gpa, 4096, 0);
 	struct buf tx[2] = { { hdr, 44, 0 }, { pay, 100, 0 } };
 	uint32_t len;
 	int id;
@@ -287,7 +226,7 @@ static void test_wrap(void)
 	struct drv *d = drv_new(5, WRAP | 3, 0);
 	struct virtq_chain c[8];
 	unsigned int round, ok = 1, flips = 0;
-	uint64_t b = gbuf(d, 64, 1);
+	uint64_t b = gbuf(&d->next_gpa, 64, 1);
 
 	for (round = 0; round < 12; round++) {
 		struct buf two[2] = { { b, 8, 0 }, { b + 8, 56, WRITE } };
@@ -317,7 +256,7 @@ static void test_chain_across_end(void)
 {
 	struct drv *d = drv_new(4, WRAP | 3, 0);
 	struct virtq_chain c[2];
-	uint64_t b = gbuf(d, 48, 7);
+	uint64_t b = gbuf(&d->next_gpa, 48, 7);
 	struct buf three[3] = { { b, 16, 0 }, { b + 16, 16, 0 }, { b + 32, 16, 0 } };
 	uint8_t tmp[48];
 
@@ -339,7 +278,7 @@ static void test_shadow_full(void)
 {
 	struct drv *d = drv_new(8, WRAP, 0);
 	struct virtq_chain c[8];
-	uint64_t b = gbuf(d, 16, 0);
+	uint64_t b = gbuf(&d->next_gpa, 16, 0);
 	uint16_t i, n;
 
 	for (i = 0; i < 8; i++)
@@ -373,7 +312,7 @@ static void test_burst_and_unget(void)
 {
 	struct drv *d = drv_new(64, WRAP | 60, 0);
 	struct virtq_chain c[64];
-	uint64_t b = gbuf(d, 16, 0);
+	uint64_t b = gbuf(&d->next_gpa, 16, 0);
 	uint16_t i, n;
 	int ok = 1;
 
@@ -410,8 +349,8 @@ static void test_indirect(void)
 {
 	struct drv *d = drv_new(8, WRAP, F_INDIRECT);
 	struct virtq_chain c[4];
-	uint64_t hdr = gbuf(d, 44, 1), rx = gbuf(d, 64, 0);
-	uint64_t tgpa = gbuf(d, 3 * 16, 0);
+	uint64_t hdr = gbuf(&d->next_gpa, 44, 1), rx = gbuf(&d->next_gpa, 64, 0);
+	uint64_t tgpa = gbuf(&d->next_gpa, 3 * 16, 0);
 	struct vring_packed_desc *t = hva(tgpa);
 	uint8_t tmp[64];
 
@@ -428,7 +367,7 @@ static void test_indirect(void)
 	{
 		uint64_t tg = R1_GPA - 16;
 		struct vring_packed_desc *lo = hva(tg), *hi = hva(R1_GPA);
-		uint64_t b = gbuf(d, 30, 9);
+		uint64_t b = gbuf(&d->next_gpa, 30, 9);
 
 		*lo = (struct vring_packed_desc){ htole64(b), htole32(10), 0, 0 };
 		*hi = (struct vring_packed_desc){ htole64(b + 10), htole32(20), 0, 0 };
@@ -464,12 +403,12 @@ static void expect_broken(uint64_t features, void (*fn)(struct drv *), enum virt
 
 static void b_id(struct drv *d)
 {
-	post1(d, gbuf(d, 8, 0), 8, 0, 8);
+	post1(d, gbuf(&d->next_gpa, 8, 0), 8, 0, 8);
 }
 
 static void b_id_last(struct drv *d)
 {
-	uint64_t g = gbuf(d, 8, 0);
+	uint64_t g = gbuf(&d->next_gpa, 8, 0);
 	struct buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
 
 	post(d, two, 2, 3);
@@ -478,7 +417,7 @@ static void b_id_last(struct drv *d)
 
 static void b_chain_avail(struct drv *d)
 {
-	uint64_t g = gbuf(d, 8, 0);
+	uint64_t g = gbuf(&d->next_gpa, 8, 0);
 	struct buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
 
 	post(d, two, 2, 0);
@@ -487,7 +426,7 @@ static void b_chain_avail(struct drv *d)
 
 static void b_chain_used(struct drv *d)
 {
-	uint64_t g = gbuf(d, 8, 0);
+	uint64_t g = gbuf(&d->next_gpa, 8, 0);
 	struct buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
 
 	post(d, two, 2, 0);
@@ -497,7 +436,7 @@ static void b_chain_used(struct drv *d)
 /* NEXT on every descriptor of the ring: the walk comes back to its own head. */
 static void b_chain_all(struct drv *d)
 {
-	uint64_t g = gbuf(d, 8, 0);
+	uint64_t g = gbuf(&d->next_gpa, 8, 0);
 	uint16_t i;
 
 	for (i = 0; i < d->size; i++) {
@@ -509,7 +448,7 @@ static void b_chain_all(struct drv *d)
 static struct vring_packed_desc *table(struct drv *d, unsigned int n, uint64_t *gpa)
 {
 	d->next_gpa = R0_GPA + 0x8000;
-	return hva(*gpa = gbuf(d, n * 16, 0));
+	return hva(*gpa = gbuf(&d->next_gpa, n * 16, 0));
 }
 
 static void b_ind_feature(struct drv *d)
@@ -603,7 +542,7 @@ static void b_addr_past_end(struct drv *d)
 
 static void b_len0(struct drv *d)
 {
-	struct buf two[2] = { { gbuf(d, 8, 0), 8, 0 }, { R0_GPA, 0, WRITE } };
+	struct buf two[2] = { { gbuf(&d->next_gpa, 8, 0), 8, 0 }, { R0_GPA, 0, WRITE } };
 
 	post(d, two, 2, 0);
 }
@@ -617,7 +556,8 @@ static void b_len_4g_total(struct drv *d)
 
 static void b_order(struct drv *d)
 {
-	struct buf two[2] = { { gbuf(d, 8, 0), 8, WRITE }, { gbuf(d, 8, 0), 8, 0 } };
+	struct buf two[2] = { { gbuf(&d->next_gpa, 8, 0), 8, WRITE },
+		{ gbuf(&d->next_gpa, 8, 0), 8, 0 } };
 
 	post(d, two, 2, 0);
 }
@@ -678,7 +618,7 @@ static void test_partial_burst(void)
 {
 	struct drv *d = drv_new(8, WRAP, 0);
 	struct virtq_chain c[4];
-	uint64_t b = gbuf(d, 8, 0);
+	uint64_t b = gbuf(&d->next_gpa, 8, 0);
 
 	post1(d, b, 8, 0, 0);
 	post1(d, b, 8, 0, 1);
@@ -823,37 +763,6 @@ static void test_kicks(void)
 	drv_free(d);
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-/* An address likely to hit an edge; never the big region, whose bytes cannot be read. */
-static uint64_t rnd_addr(void)
-{
-	static const uint64_t base[] = {
-		R0_GPA, R1_GPA - 8, R1_GPA + R1_SIZE - 256, R1_GPA + R1_SIZE - 8, GAP_GPA,
-		R1_GPA + R1_SIZE - 16, 0,
-	};
-	uint64_t r = rnd();
-
-	if (r % 8 == 7)
-		return rnd();
-	return base[r % 7] + (rnd() % 32);
-}
-
-static uint32_t rnd_len(void)
-{
-	static const uint32_t lens[] = { 0, 1, 16, 32, 44, 48, 4096, UINT32_MAX };
-
-	return lens[rnd() % 8] + (rnd() % 4 == 0 ? (uint32_t)(rnd() % 64) : 0);
-}
-
 static void rnd_descs(struct vring_packed_desc *t, unsigned int n)
 {
 	unsigned int i;
@@ -867,19 +776,6 @@ static void rnd_descs(struct vring_packed_desc *t, unsigned int n)
 	}
 }
 
-static int in_memory(const struct guest_mem_piece *p)
-{
-	unsigned int i;
-
-	for (i = 0; i < mem.nregions; i++) {
-		uint64_t a = (uintptr_t)p->addr, h = mem.regions[i].hva;
-
-		if (a >= h && p->len <= mem.regions[i].size - (a - h))
-			return 1;
-	}
-	return 0;
-}
-
 /* Random rings: every accepted chain consistent and inside memory, or the queue breaks. */
 static void test_random(void)
 {
@@ -888,7 +784,7 @@ static void test_random(void)
 	unsigned int iter, good = 0, broken = 0, bad = 0;
 
 	for (iter = 0; iter < 20000; iter++) {
-		uint16_t start = (uint16_t)((rnd() % 7) | (rnd() % 2 ? WRAP : 0)), n, i, j;
+		uint16_t start = (uint16_t)((rnd() % 7) | (rnd() % 2 ? WRAP : 0)), n, i;
 		uint32_t ndescs = 0;
 
 		rnd_descs(d->desc, 7);
@@ -905,25 +801,12 @@ static void test_random(void)
 			abort();
 		n = vq_dequeue_burst(&d->vq, c, 8);
 		broken += d->vq.broken;
+		good += n;
 		for (i = 0; i < n; i++) {
-			uint64_t rl = 0, wl = 0;
-
-			good++;
 			ndescs += c[i].ndescs;
-			if (c[i].head >= 7 || c[i].ndescs == 0 ||
-					c[i].nr_readable > c[i].nr_pieces ||
-					c[i].nr_pieces > VIRTQ_CHAIN_MAX_PIECES || c[i].nr_pieces == 0)
+			if (c[i].ndescs == 0)
 				bad++;
-			for (j = 0; j < c[i].nr_pieces && j < VIRTQ_CHAIN_MAX_PIECES; j++) {
-				if (!in_memory(&c[i].pieces[j]) || c[i].pieces[j].len == 0)
-					bad++;
-				if (j < c[i].nr_readable)
-					rl += c[i].pieces[j].len;
-				else
-					wl += c[i].pieces[j].len;
-			}
-			if (rl != c[i].readable_len || wl != c[i].writable_len)
-				bad++;
+			bad += chain_faults(&c[i], 7);
 		}
 		if (ndescs > 7)
 			bad++;
@@ -939,17 +822,7 @@ static void test_random(void)
 
 int main(void)
 {
-	struct guest_mem_region r[3];
-
-	r0 = xalloc(4096, R0_SIZE);
-	r1 = xalloc(4096, R1_SIZE);
-	big = mmap(NULL, BIG_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (big == MAP_FAILED)
-		return EXIT_FAILURE;
-	r[0] = (struct guest_mem_region){ R0_GPA, R0_SIZE, (uintptr_t)r0 };
-	r[1] = (struct guest_mem_region){ R1_GPA, R1_SIZE, (uintptr_t)r1 };
-	r[2] = (struct guest_mem_region){ BIG_GPA, BIG_SIZE, (uintptr_t)big };
-	if (guest_mem_init(&mem, r, 3) != 0)
+	if (fake_guest_init() != 0)
 		return EXIT_FAILURE;
 
 	test_init();
@@ -969,8 +842,6 @@ int main(void)
 	test_kicks();
 	test_random();
 
-	munmap(big, BIG_SIZE);
-	free(r0);
-	free(r1);
+	fake_guest_fini();
 	return tap_done();
 }
