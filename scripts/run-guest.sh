@@ -1,14 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# run-guest.sh -g GUESTDIR [-s SOCK] [-r N] [-t SECS] [-m MB] [-k vmlinux|bzImage]
-#              [-a APPEND] [--] [CMD...]
+# run-guest.sh -g GUESTDIR [-s SOCK] [-q QMP] [-r N] [-t SECS] [-m MB]
+#              [-k vmlinux|bzImage] [-a APPEND] [--] [CMD...]
 #
 # Boot the test guest built by scripts/build-guest.sh under QEMU/TCG, run CMD
 # (a shell command line, without double quotes) inside it, and return when the
 # guest powers off. The serial console goes to stdout, QEMU's own messages to
 # stderr. Exit status: QEMU's, or 124 when the timeout killed it.
 #   -s SOCK  attach vhost-user-vsock-pci to the vhost-user server at SOCK
+#   -q QMP   QEMU's QMP on the Unix socket QMP, and the vsock device (id vsock0)
+#            on a hot-pluggable PCIe root port, for scripts/vsock-replug.py
 #   -r N     let the guest reboot itself N times (after each run of CMD)
 #   -t SECS  kill QEMU after SECS seconds (default 120)
 #   -m MB    guest memory, shared through a memfd for vhost-user (default 256)
@@ -24,15 +26,17 @@ die() { echo "run-guest: $*" >&2; exit 2; }
 
 dir=${GUEST_DIR:-}
 sock=
+qmp=
 reboots=0
 secs=120
 mem=256
 kind=
 append=
-while getopts g:s:r:t:m:k:a: o; do
+while getopts g:s:q:r:t:m:k:a: o; do
 	case $o in
 	g) dir=$OPTARG ;;
 	s) sock=$OPTARG ;;
+	q) qmp=$OPTARG ;;
 	r) reboots=$OPTARG ;;
 	t) secs=$OPTARG ;;
 	m) mem=$OPTARG ;;
@@ -56,8 +60,15 @@ set -- -accel tcg -machine q35 -smp 1 -m "$mem" \
 	-object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -numa node,memdev=mem \
 	-nodefaults -no-user-config -display none -serial stdio \
 	-kernel "$dir/$kind" -initrd "$dir/initramfs.cpio.gz"
+plug=
+if [ -n "$qmp" ]; then
+	# A device on q35's root complex cannot be unplugged; one on a root port can.
+	set -- "$@" -qmp "unix:$qmp,server=on,wait=off" \
+		-device pcie-root-port,id=vsock-port,bus=pcie.0,chassis=1
+	plug=",bus=vsock-port,id=vsock0"
+fi
 [ -n "$sock" ] && set -- "$@" -chardev "socket,id=vsock,path=$sock${VSOCK_CHARDEV_OPTS:-}" \
-	-device "vhost-user-vsock-pci,chardev=vsock${VSOCK_DEVICE_OPTS:-}"
+	-device "vhost-user-vsock-pci,chardev=vsock$plug${VSOCK_DEVICE_OPTS:-}"
 # Without -no-reboot a guest reset restarts it (with a fresh initramfs).
 [ "$reboots" -gt 0 ] || set -- "$@" -no-reboot
 # quiet: the serial console is slow under TCG; mitigations=off: saves boot
