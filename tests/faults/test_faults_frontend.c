@@ -213,21 +213,25 @@ case_kill(void)
 	check_back(&base, "kill, after the new frontend detached");
 }
 
-/* Rings re-created on the same connection, as QEMU does when the guest resets the device. */
+/*
+ * Rings re-created on the same connection, as QEMU does when the guest resets the device:
+ * new rings of the same layout, each starting at the start of a new ring.
+ */
 static int
 reset_rings(struct vfe_vsock *v)
 {
-	static const uint16_t zero[VFE_VSOCK_NQ];
 	unsigned int q;
 	int rc = 0;
 
 	for (q = 0; q < VFE_VSOCK_NQ && rc == 0; q++) {
 		uint16_t num = v->vq[q].num;
+		bool packed = v->vq[q].packed;
 
 		vfe_vq_fini(&v->vq[q]);
-		rc = vfe_vq_init(&v->vq[q], &v->mem, num, 0, 0);
+		rc = packed ? vfe_vq_init_packed(&v->vq[q], &v->mem, num, VFE_PACKED_WRAP, 0) :
+			vfe_vq_init(&v->vq[q], &v->mem, num, 0, 0);
 	}
-	return rc == 0 ? vfe_vsock_start(v, zero) : rc;
+	return rc == 0 ? vfe_vsock_start(v, NULL) : rc;
 }
 
 static void

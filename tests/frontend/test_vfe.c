@@ -5,6 +5,7 @@
  * The device side is played here by hand, on the shared memory.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -266,6 +267,32 @@ test_conn(void)
 		"conn: missing socket after the timeout");
 }
 
+/* VFE_RING is read in one place; attach refuses a value it does not know before connecting. */
+static void
+test_ring_env(void)
+{
+	struct vfe_vsock_conf conf = { .connect_timeout_ms = 50 };
+	struct vfe_vsock v;
+
+	unsetenv(VFE_RING_ENV);
+	tap_ok(vfe_ring_env() == 0, "ring env: unset means split");
+	setenv(VFE_RING_ENV, "", 1);
+	tap_ok(vfe_ring_env() == 0, "ring env: empty means split");
+	setenv(VFE_RING_ENV, "split", 1);
+	tap_ok(vfe_ring_env() == 0, "ring env: split");
+	setenv(VFE_RING_ENV, "packed", 1);
+	tap_ok(vfe_ring_env() == 1, "ring env: packed");
+	setenv(VFE_RING_ENV, "Packed", 1);
+	tap_ok(vfe_ring_env() == -EINVAL, "ring env: anything else refused");
+	tap_ok(vfe_vsock_attach(&v, "/tmp/vfe-no-such-socket", &conf) == -EINVAL &&
+		strstr(v.conn.err, VFE_RING_ENV) != NULL,
+		"ring env: attach refuses it (%s)", v.conn.err);
+	conf.ring_fixed = true;
+	tap_ok(vfe_vsock_attach(&v, "/tmp/vfe-no-such-socket", &conf) == -ENOENT,
+		"ring env: not read with ring_fixed (the missing socket is what fails)");
+	unsetenv(VFE_RING_ENV);
+}
+
 int
 main(void)
 {
@@ -273,5 +300,6 @@ main(void)
 	test_vq();
 	test_vsock_hdr();
 	test_conn();
+	test_ring_env();
 	return tap_done();
 }

@@ -3,8 +3,8 @@
  * vfe: a userspace vhost-user frontend for tests.
  *
  * It plays both QEMU (the vhost-user control messages, guest memory shared
- * through a memfd) and the guest's virtio driver (split virtqueues), inside
- * the test process, so that tests can drive the backend without a VM.
+ * through a memfd) and the guest's virtio driver (split or packed virtqueues),
+ * inside the test process, so that tests can drive the backend without a VM.
  *
  * Layers, each usable on its own:
  *   struct vfe_conn   one vhost-user connection and its messages;
@@ -449,9 +449,15 @@ struct vfe_vsock_conf {
 	/**
 	 * Packed rings: VIRTIO_F_RING_PACKED is required of the backend (as
 	 * QEMU's packed=on); base[] are then encoded positions, 0 meaning a new
-	 * ring (VFE_PACKED_WRAP).
+	 * ring (VFE_PACKED_WRAP). Also turned on by VFE_RING=packed unless
+	 * ring_fixed.
 	 */
 	bool packed;
+	/**
+	 * The layout is what packed says, whatever VFE_RING says: for tests that
+	 * write one layout's ring structures themselves.
+	 */
+	bool ring_fixed;
 	struct vfe_mem_conf mem;
 	/** For the socket to appear; 0 means 5 s. */
 	unsigned int connect_timeout_ms;
@@ -474,9 +480,21 @@ struct vfe_vsock {
 };
 
 /**
+ * The environment variable that picks the ring layout of every test driven
+ * through this frontend: "packed" or "split" (unset or empty: split). The
+ * test suites named *-packed set VFE_RING=packed.
+ */
+#define VFE_RING_ENV "VFE_RING"
+
+/** What VFE_RING asks for: 1 packed rings, 0 split, -EINVAL for another value. */
+int vfe_ring_env(void);
+
+/**
  * Connect to @p path and do what QEMU does up to a running device:
  * GET_FEATURES, GET/SET_PROTOCOL_FEATURES, SET_OWNER, GET_CONFIG, then
- * vfe_vsock_start(). @p conf may be NULL for the defaults. On failure
+ * vfe_vsock_start(). @p conf may be NULL for the defaults. The rings are
+ * packed if conf->packed, or if VFE_RING says so and not conf->ring_fixed
+ * (-EINVAL for a VFE_RING value vfe_ring_env() does not know). On failure
  * everything is released and v->conn.err may tell why.
  */
 int vfe_vsock_attach(struct vfe_vsock *v, const char *path, const struct vfe_vsock_conf *conf);

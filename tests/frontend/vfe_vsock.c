@@ -6,6 +6,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vfe.h"
@@ -61,21 +62,41 @@ handshake(struct vfe_vsock *v, const struct vfe_vsock_conf *conf)
 }
 
 int
+vfe_ring_env(void)
+{
+	const char *ring = getenv(VFE_RING_ENV);
+
+	if (ring == NULL || ring[0] == '\0' || strcmp(ring, "split") == 0)
+		return 0;
+	if (strcmp(ring, "packed") == 0)
+		return 1;
+	return -EINVAL;
+}
+
+int
 vfe_vsock_attach(struct vfe_vsock *v, const char *path, const struct vfe_vsock_conf *conf)
 {
 	static const struct vfe_vsock_conf defaults;
+	struct vfe_vsock_conf c;
 	uint16_t ring_size;
 	unsigned int q;
 	int rc;
 
-	if (conf == NULL)
-		conf = &defaults;
+	c = conf != NULL ? *conf : defaults;
+	conf = &c;
 	memset(v, 0, sizeof(*v));
 	v->conn.fd = -1;
 	v->mem.fd = -1;
 	for (q = 0; q < VFE_VSOCK_NQ; q++) {
 		v->vq[q].kick_fd = -1;
 		v->vq[q].call_fd = -1;
+	}
+	/* Here, before any ring is laid out: every test attaches through this call. */
+	if (!c.packed && !c.ring_fixed) {
+		rc = vfe_ring_env();
+		if (rc < 0)
+			return fail(v, rc, VFE_RING_ENV " is neither split nor packed");
+		c.packed = rc == 1;
 	}
 	ring_size = conf->ring_size ? conf->ring_size : VFE_VSOCK_RING_SIZE;
 

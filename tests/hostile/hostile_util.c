@@ -192,14 +192,16 @@ rx_post(struct rawg *g, uint16_t i)
 	return vfe_vq_add(&g->v.vq[VFE_VSOCK_RX], &b, 1, (void *)(uintptr_t)(i + 1u));
 }
 
+const struct vfe_vsock_conf rg_conf_default = {
+	.ring_size = 128,
+	.indirect_max = 8,
+	.mem = { .size = 32u << 20, .nregions = 2, .gap = 1u << 20 },
+};
+
 int
 rg_attach(struct rawg *g, struct hu_env *h, const struct vfe_vsock_conf *conf)
 {
-	static const struct vfe_vsock_conf def = {
-		.indirect_max = 8,
-		.mem = { .size = 32u << 20, .nregions = 2, .gap = 1u << 20 },
-	};
-	struct vfe_vsock_conf c = conf != NULL ? *conf : def;
+	struct vfe_vsock_conf c = conf != NULL ? *conf : rg_conf_default;
 	uint16_t i;
 	int rc;
 

@@ -99,8 +99,14 @@ bool hu_log_wait(struct hu_env *h, long mark, const char *needle, unsigned int m
 bool hu_app_alive(struct hu_env *h);
 
 /**
- * Attach a raw guest to VM 3 (@p conf NULL: 128-entry rings, 32 MiB in two regions with a
- * 1 MiB hole, 8-entry indirect tables) and post a full rx ring. 0 or -errno.
+ * rg_attach()'s defaults: 128-entry rings, 32 MiB in two 16 MiB regions with a 1 MiB hole
+ * (region 1 is [17 MiB, 33 MiB)), 8-entry indirect tables; the layout VFE_RING names.
+ */
+extern const struct vfe_vsock_conf rg_conf_default;
+
+/**
+ * Attach a raw guest to VM 3 (@p conf NULL: rg_conf_default; a ring_size of 0: 128) and post a
+ * full rx ring. 0 or -errno.
  */
 int rg_attach(struct rawg *g, struct hu_env *h, const struct vfe_vsock_conf *conf);
 

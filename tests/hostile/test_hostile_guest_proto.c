@@ -425,6 +425,7 @@ main(void)
 	if (!tap_ok(rg_attach(&g, &env, NULL) == 0, "VM 3 attached")) {
 		tap_diag("%s", env.why);
 	} else {
+		tap_diag("VM 3 on %s rings", g.v.vq[0].packed ? "packed" : "split");
 		tap_ok(hu_vm_lcore(&env, 3) == hu_vm_lcore(&env, 5) && hu_vm_lcore(&env, 3) >= 0,
 			"VM 3 and VM 5 share a worker lcore");
 		test_short_header();

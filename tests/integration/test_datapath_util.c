@@ -91,15 +91,11 @@ dp_attach_quiet(struct dp_env *e, const struct vfe_vsock_conf *vc,
 {
 	/* Room for a 64 KiB tx buffer per ring entry besides the rx buffers. */
 	static const struct vfe_vsock_conf big = { .mem = { .size = 32u << 20 } };
-	struct vfe_vsock_conf conf = vc != NULL ? *vc : big;
-	const char *ring = getenv("VFE_RING");
 	int rc;
 
-	/* VFE_RING=packed runs the same test over packed rings (suite integration-packed). */
-	if (ring != NULL && strcmp(ring, "packed") == 0)
-		conf.packed = true;
-	rc = vfe_vsock_attach(&e->v, e->sock, &conf);
-	if (rc == 0 && conf.packed)
+	/* VFE_RING=packed (the *-packed suites) makes the frontend lay out packed rings. */
+	rc = vfe_vsock_attach(&e->v, e->sock, vc != NULL ? vc : &big);
+	if (rc == 0 && e->v.vq[0].packed)
 		tap_diag("packed rings: features %#llx", (unsigned long long)e->v.features);
 
 	if (rc < 0) {

@@ -16,7 +16,9 @@
 # Guest 5 shares no group with them: each of its connects to CID 3 and 4 must
 # be reset at once, and the app counts them as routing errors of VM 5.
 #
-# Environment (from tests/qemu/meson.build): VSOCK_APP, GUEST_DIR, RUN_GUEST.
+# Environment (from tests/qemu/meson.build): VSOCK_APP, GUEST_DIR, RUN_GUEST;
+# VSOCK_DEVICE_OPTS=,packed=on (run-guest.sh) puts every guest on packed
+# virtqueues.
 # cmd, q and rc are set through eval
 # shellcheck disable=SC2154
 set -u
@@ -80,6 +82,16 @@ for g in 3 4 5; do
 	eval "rc=\$rc$g"
 	ok "$rc" "QEMU of guest $g exits 0"
 done
+case ${VSOCK_DEVICE_OPTS:-} in
+*packed=on*)
+	for g in 3 4 5; do
+		f=$(sed -n "s/.*VM cid $g: running on lcore.*(features \(0x[0-9a-f]*\)).*/\1/p" \
+			"$work/app.log" | head -n 1)
+		[ -n "$f" ] && [ $(((f >> 34) & 1)) -eq 1 ]
+		ok $? "guest $g: VIRTIO_F_RING_PACKED negotiated (features ${f:-not logged})"
+	done
+	;;
+esac
 
 line() {	# GUEST PORT KIND: that result line of the port, without the prefix
 	sed -n "s/^P$2:\($3 .*\)/\1/p" "$work/console$1.log" | tail -n 1

@@ -1,0 +1,1180 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_hostile_guest.c's ring abuse on packed virtqueues (VIRTIO_F_RING_PACKED): buffers outside
+ * guest memory or across a region's end, zero and overflowing lengths, chains that never end,
+ * bad indirect tables, buffer ids out of range, flags with the wrong wrap counter bits,
+ * buffers of the wrong direction, and a thread that rewrites descriptors while the app walks
+ * them.
+ *
+ * Every case runs on a fresh attachment of VM 3, on packed rings whatever VFE_RING says (VM 5
+ * follows VFE_RING: suite hostile puts a split VM next to the packed one on the same lcore).
+ * First one valid REQUEST to a port nobody listens on proves the ring is served (exact RST).
+ * Then the case's descriptors are made available, and the app must do exactly what
+ * lib/vsock_pmd/virtq_packed.c says:
+ *   - a bad chain stops that one queue: one log line naming VM 3 and the reason, telemetry's
+ *     ring_broken flag and the errors.ring_<reason> counter; the app writes nothing into the
+ *     ring (the bad chain is not completed) nor into guest memory no descriptor names;
+ *   - a descriptor whose flags are not those of an available one on this lap is not taken,
+ *     and nothing after it: the queue waits for it, it is not stopped;
+ *   - a buffer of the wrong direction is given back empty and counted (short_packets,
+ *     small_rx_buffers), the queue goes on.
+ * After each case the app is alive and VM 5 does a checked exchange with the host. At the end
+ * the app exits 0 on SIGTERM.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hostile_util.h"
+#include "tap.h"
+
+#define MS 3000
+#define NO_LISTENER 1
+#define RING_DEFAULT 128
+#define CANARY_LEN 65536u
+/* How long a queue gets to do what it must not. */
+#define IDLE_MS 100
+
+#define F_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
+#define F_USED (1u << VRING_PACKED_DESC_F_USED)
+
+/* Guest-physical layout of rg_conf_default's memory: two 16 MiB regions, 1 MiB hole. */
+#define REGION0_END (16ull << 20)
+#define MEM_END (33ull << 20)
+#define FAR_AWAY (1ull << 40)
+
+static struct hu_env env;
+static struct rawg g;
+static uint32_t next_gport = 50000;
+/* The case's ring size, and a valid buffer id for its bad chains. */
+static uint16_t ring = RING_DEFAULT;
+static uint16_t good_id = RING_DEFAULT / 2;
+/* Guest memory that no descriptor names: the app must never write it. */
+static uint8_t *canary;
+
+/* ---- packed ring arithmetic (vfe.h: a count c is index c % num, wrap counter 1 on even laps) */
+
+static bool
+lap_wrap(const struct vfe_vq *q, uint16_t c)
+{
+	return !((c / q->num) & 1);
+}
+
+/* Flag bits that make the descriptor at count @p c available. */
+static uint16_t
+avail_bits(const struct vfe_vq *q, uint16_t c)
+{
+	return lap_wrap(q, c) ? F_AVAIL : F_USED;
+}
+
+/* Available on the other lap: what a driver with its wrap counter wrong would write. */
+static uint16_t
+other_lap_bits(const struct vfe_vq *q, uint16_t c)
+{
+	return lap_wrap(q, c) ? F_USED : F_AVAIL;
+}
+
+/* Used on this lap: both bits equal to the wrap counter. */
+static uint16_t
+used_bits(const struct vfe_vq *q, uint16_t c)
+{
+	return lap_wrap(q, c) ? F_AVAIL | F_USED : 0;
+}
+
+static struct vring_packed_desc *
+desc_at(const struct vfe_vq *q, uint16_t c)
+{
+	return &q->pdesc[c & (q->num - 1)];
+}
+
+/* ---- hand-made chains: descriptors from the ring's next position, the head's flags last ---- */
+
+static struct {
+	uint16_t n;
+	uint16_t head_flags;
+} chain;
+
+/* Descriptor @p k of the chain: @p flags plus the bits that make it available. */
+static void
+putd(struct vfe_vq *q, uint16_t k, uint64_t addr, uint32_t len, uint16_t flags, uint16_t id)
+{
+	uint16_t c = (uint16_t)(q->avail_idx + k);
+	struct vring_packed_desc *d = desc_at(q, c);
+
+	d->addr = htole64(addr);
+	d->len = htole32(len);
+	d->id = htole16(id);
+	flags |= avail_bits(q, c);
+	if (k == 0)
+		chain.head_flags = flags;
+	else
+		d->flags = htole16(flags);
+	if (k >= chain.n)
+		chain.n = k + 1;
+}
+
+/* Replace the availability bits of descriptor @p k with @p bits. */
+static void
+set_bits(struct vfe_vq *q, uint16_t k, uint16_t bits)
+{
+	struct vring_packed_desc *d = desc_at(q, (uint16_t)(q->avail_idx + k));
+
+	if (k == 0)
+		chain.head_flags = (chain.head_flags & ~(F_AVAIL | F_USED)) | bits;
+	else
+		d->flags = htole16((le16toh(d->flags) & ~(F_AVAIL | F_USED)) | bits);
+}
+
+/*
+ * Make the chain available: the head's flags last, with release (the rest of the chain is
+ * written before). The driver counts its descriptors as in flight, so that rg_poll() would
+ * see (as bad_used) anything the app wrote there.
+ */
+static void
+chain_go(struct vfe_vq *q)
+{
+	struct vring_packed_desc *head = desc_at(q, q->avail_idx);
+
+	q->avail_idx += chain.n;
+	q->num_free -= chain.n;
+	__atomic_store_n(&head->flags, htole16(chain.head_flags), __ATOMIC_RELEASE);
+	vfe_vq_kick(q);
+	chain.n = 0;
+}
+
+/* A valid buffer in guest memory for bad chains to point at. */
+static uint64_t
+buf_gpa(void)
+{
+	return g.tx_gpa[ring - 1];
+}
+
+/* An indirect table of @p n entries in guest memory. */
+static struct vring_packed_desc *
+table(unsigned int n, uint64_t *gpa)
+{
+	return vfe_mem_alloc(&g.v.mem, n * sizeof(struct vring_packed_desc), 16, gpa);
+}
+
+static void
+sett(struct vring_packed_desc *t, unsigned int i, uint64_t addr, uint32_t len, uint16_t flags)
+{
+	t[i].addr = htole64(addr);
+	t[i].len = htole32(len);
+	t[i].id = 0;
+	t[i].flags = htole16(flags);
+}
+
+/*
+ * A REQUEST from a fresh port to nowhere in a raw guest tx buffer, added in @p npieces
+ * descriptors (the header cut after 20 bytes for 2) or as an indirect table, not made
+ * available yet. Returns the buffer id or -errno; the guest port goes to *gport.
+ */
+static int
+add_req(unsigned int npieces, bool indirect, uint32_t *gport)
+{
+	struct vfe_vq *tx = &g.v.vq[VFE_VSOCK_TX];
+	struct vfe_vsock_pkt req = rg_hdr(VIRTIO_VSOCK_OP_REQUEST, ++next_gport, NO_LISTENER);
+	struct virtio_vsock_hdr hdr;
+	struct vfe_buf b[2];
+	uint16_t i;
+	int id;
+
+	if (g.tx_nfree == 0)
+		return -ENOSPC;
+	i = g.tx_free[--g.tx_nfree];
+	vfe_vsock_build(&hdr, &req);
+	memcpy(g.tx_buf[i], &hdr, sizeof(hdr));
+	b[0] = (struct vfe_buf){ .gpa = g.tx_gpa[i], .len = npieces == 2 ? 20 : 44 };
+	b[1] = (struct vfe_buf){ .gpa = g.tx_gpa[i] + 20, .len = 24 };
+	id = indirect ? vfe_vq_add_indirect(tx, b, npieces, (void *)(uintptr_t)(i + 1u)) :
+		vfe_vq_add(tx, b, npieces, (void *)(uintptr_t)(i + 1u));
+	if (id < 0)
+		g.tx_free[g.tx_nfree++] = i;
+	*gport = next_gport;
+	return id;
+}
+
+/* Publish what add_req() added. */
+static void
+tx_publish(void)
+{
+	vfe_vq_publish(&g.v.vq[VFE_VSOCK_TX]);
+	vfe_vq_kick(&g.v.vq[VFE_VSOCK_TX]);
+}
+
+/* Whether the exact RST answering a REQUEST from @p gport arrived (from log entry @p from). */
+static bool
+got_rst(uint32_t gport, unsigned int from, char *why, size_t len)
+{
+	int k = rg_find(&g, from, VIRTIO_VSOCK_OP_RST, gport, NO_LISTENER);
+
+	return rg_is_rst(&g, k, gport, NO_LISTENER, VIRTIO_VSOCK_TYPE_STREAM, why, len);
+}
+
+/* ---- each case's frame ---- */
+
+/*
+ * Attach VM 3 on packed rings (@p conf NULL: rg_conf_default), fill a canary, and prove its
+ * rings work: REQUEST to nowhere, exact RST back.
+ */
+static bool
+fresh_attacker(const char *what, const struct vfe_vsock_conf *conf)
+{
+	struct vfe_vsock_conf c = conf != NULL ? *conf : rg_conf_default;
+	struct vfe_vsock_pkt req;
+	char why[160];
+
+	c.packed = true;
+	if (c.ring_size == 0)
+		c.ring_size = RING_DEFAULT;
+	ring = c.ring_size;
+	good_id = ring / 2;
+	if (!tap_ok(rg_attach(&g, &env, &c) == 0 && g.v.vq[VFE_VSOCK_TX].packed &&
+			(g.v.features & (1ULL << VIRTIO_F_RING_PACKED)),
+			"%s: VM 3 attached on packed rings", what)) {
+		tap_diag("%s", env.why);
+		return false;
+	}
+	canary = vfe_mem_alloc(&g.v.mem, CANARY_LEN, 64, NULL);
+	if (canary != NULL)
+		memset(canary, 0x5a, CANARY_LEN);
+	req = rg_hdr(VIRTIO_VSOCK_OP_REQUEST, ++next_gport, NO_LISTENER);
+	rg_send(&g, &req, NULL);
+	RG_WAIT(&g, rg_find(&g, 0, VIRTIO_VSOCK_OP_RST, next_gport, NO_LISTENER) >= 0, MS);
+	if (!tap_ok(got_rst(next_gport, 0, why, sizeof(why)) && g.tx_completed == 1,
+			"%s: a valid REQUEST first gets its RST", what))
+		tap_diag("%s (tx completed %llu)", why, (unsigned long long)g.tx_completed);
+	return true;
+}
+
+/* The app is alive, the canary intact; VM 3 goes away, VM 5 must still work. */
+static void
+case_end(const char *what)
+{
+	unsigned int i = 0;
+
+	tap_ok(hu_app_alive(&env), "%s: the app is alive", what);
+	while (canary != NULL && i < CANARY_LEN && canary[i] == 0x5a)
+		i++;
+	tap_ok(canary != NULL && i == CANARY_LEN,
+		"%s: guest memory no descriptor names is untouched (%u)", what, i);
+	rg_close(&g);
+	canary = NULL;
+	if (!tap_ok(hu_peer_check(&env) == 0, "%s: VM 5 on the same lcore still works", what))
+		tap_diag("%s", env.why);
+}
+
+/* ---- bad chains: the queue is stopped ---- */
+
+struct ring_snap {
+	struct vring_packed_desc d[RING_DEFAULT];
+};
+
+static void
+snap(const struct vfe_vq *q, struct ring_snap *s)
+{
+	memcpy(s->d, q->pdesc, q->num * sizeof(s->d[0]));
+}
+
+/*
+ * Queue @p q ("rx"/"tx") must be stopped for @p reason: one log line naming VM 3, telemetry's
+ * ring_broken flag and errors.ring_<reason> (@p before it), no completion, and not one byte
+ * written into the ring since @p s.
+ */
+static void
+expect_broken(const char *what, long mark, const char *q, const char *reason,
+		uint64_t before, const struct ring_snap *s)
+{
+	const struct vfe_vq *vq = &g.v.vq[strcmp(q, "rx") == 0 ? VFE_VSOCK_RX : VFE_VSOCK_TX];
+	uint64_t completed = g.tx_completed;
+	unsigned int nlog = g.nlog;
+	char line[128], path[48];
+	uint64_t after;
+
+	snprintf(line, sizeof(line), "VM cid 3: %s queue stopped: guest broke the ring (%s)",
+		q, reason);
+	if (!tap_ok(hu_log_wait(&env, mark, line, MS), "%s: log says '%s'", what, line))
+		app_proc_dump_log(&env.o.dp.app);
+	snprintf(path, sizeof(path), "3.%s_ring_broken", q);
+	tap_ok(ops_tel_u64(&env.o, "/vsock/vms", path) == 1, "%s: telemetry %s is 1", what, path);
+	snprintf(path, sizeof(path), "errors.ring_%s", reason);
+	after = hu_stat(&env, 3, path);
+	tap_ok(after == before + 1, "%s: counted in %s (%llu -> %llu)", what, path,
+		(unsigned long long)before, (unsigned long long)after);
+	RG_WAIT(&g, false, IDLE_MS);
+	tap_ok(g.tx_completed == completed && g.bad_used == 0 &&
+		(strcmp(q, "rx") != 0 || g.nlog == nlog),
+		"%s: the bad chain was not completed (tx %llu -> %llu, bad used %llu)", what,
+		(unsigned long long)completed, (unsigned long long)g.tx_completed,
+		(unsigned long long)g.bad_used);
+	tap_ok(memcmp(s->d, vq->pdesc, vq->num * sizeof(s->d[0])) == 0,
+		"%s: the app wrote nothing into the %s ring", what, q);
+	tap_ok(ops_log_count(&env.o, mark, "queue stopped") == 1, "%s: reported once", what);
+}
+
+typedef void (*build_fn)(struct vfe_vq *q);
+
+static void
+b_outside(struct vfe_vq *q)
+{
+	putd(q, 0, FAR_AWAY, 44, 0, good_id);
+}
+
+static void
+b_gap(struct vfe_vq *q)
+{
+	putd(q, 0, REGION0_END - 16, 64, 0, good_id);
+}
+
+static void
+b_gap_second(struct vfe_vq *q)
+{
+	putd(q, 0, buf_gpa(), 44, VRING_DESC_F_NEXT, good_id);
+	putd(q, 1, REGION0_END + 4096, 100, 0, good_id);
+}
+
+static void
+b_past_end(struct vfe_vq *q)
+{
+	putd(q, 0, MEM_END - 16, 32, 0, good_id);
+}
+
+static void
+b_wrap(struct vfe_vq *q)
+{
+	putd(q, 0, 0xfffffffffffff000ull, 0x2000, 0, good_id);
+}
+
+static void
+b_wrap_max(struct vfe_vq *q)
+{
+	putd(q, 0, UINT64_MAX, 2, 0, good_id);
+}
+
+static void
+b_zero_len(struct vfe_vq *q)
+{
+	putd(q, 0, buf_gpa(), 0, 0, good_id);
+}
+
+static void
+b_zero_len_second(struct vfe_vq *q)
+{
+	putd(q, 0, buf_gpa(), 44, VRING_DESC_F_NEXT, good_id);
+	putd(q, 1, buf_gpa(), 0, 0, good_id);
+}
+
+static void
+b_len_4g(struct vfe_vq *q)
+{
+	putd(q, 0, buf_gpa(), 0xffffffffu, 0, good_id);
+}
+
+static void
+b_chain_4g(struct vfe_vq *q)
+{
+	uint16_t i;
+
+	/* 33 readable buffers of 128 MiB each (guest memory of 256 MiB): 4 GiB at the 32nd. */
+	for (i = 0; i < 33; i++)
+		putd(q, i, 0, 128u << 20, i < 32 ? VRING_DESC_F_NEXT : 0, good_id);
+}
+
+static void
+b_order(struct vfe_vq *q)
+{
+	putd(q, 0, buf_gpa(), 44, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, good_id);
+	putd(q, 1, buf_gpa(), 44, 0, good_id);
+}
+
+/* NEXT on every descriptor of the ring, each available on its lap. */
+static void
+b_no_end(struct vfe_vq *q)
+{
+	uint16_t i;
+
+	for (i = 0; i < ring; i++)
+		putd(q, i, buf_gpa() + i, 1, VRING_DESC_F_NEXT, good_id);
+}
+
+static void
+b_second_other_lap(struct vfe_vq *q)
+{
+	putd(q, 0, buf_gpa(), 20, VRING_DESC_F_NEXT, good_id);
+	putd(q, 1, buf_gpa() + 20, 24, 0, good_id);
+	set_bits(q, 1, other_lap_bits(q, (uint16_t)(q->avail_idx + 1)));
+}
+
+static void
+b_second_used(struct vfe_vq *q)
+{
+	putd(q, 0, buf_gpa(), 20, VRING_DESC_F_NEXT, good_id);
+	putd(q, 1, buf_gpa() + 20, 24, 0, good_id);
+	set_bits(q, 1, used_bits(q, (uint16_t)(q->avail_idx + 1)));
+}
+
+static void
+b_id_ring(struct vfe_vq *q)
+{
+	putd(q, 0, buf_gpa(), 44, 0, ring);
+}
+
+static void
+b_id_max(struct vfe_vq *q)
+{
+	putd(q, 0, buf_gpa(), 44, 0, 0xffff);
+}
+
+static void
+b_id_last(struct vfe_vq *q)
+{
+	/* The id is the last descriptor's: a good one on the head does not help. */
+	putd(q, 0, buf_gpa(), 20, VRING_DESC_F_NEXT, good_id);
+	putd(q, 1, buf_gpa() + 20, 24, 0, ring + 1);
+}
+
+static void
+b_ind_len_odd(struct vfe_vq *q)
+{
+	uint64_t tg;
+	struct vring_packed_desc *t = table(2, &tg);
+
+	sett(t, 0, buf_gpa(), 44, 0);
+	putd(q, 0, tg, 24, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_len_zero(struct vfe_vq *q)
+{
+	uint64_t tg;
+
+	table(1, &tg);
+	putd(q, 0, tg, 0, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_len_huge(struct vfe_vq *q)
+{
+	uint64_t tg;
+
+	table(1, &tg);
+	/* 268 million entries: a multiple of 16, far beyond guest memory. */
+	putd(q, 0, tg, 0xfffffff0u, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_outside(struct vfe_vq *q)
+{
+	putd(q, 0, FAR_AWAY, 4 * 16, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_gap(struct vfe_vq *q)
+{
+	/* Starts in region 0, ends in the hole after it. */
+	putd(q, 0, REGION0_END - 32, 4 * 16, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_nested(struct vfe_vq *q)
+{
+	uint64_t tg, ig;
+	struct vring_packed_desc *t = table(2, &tg), *inner = table(1, &ig);
+
+	sett(inner, 0, buf_gpa(), 44, 0);
+	sett(t, 0, buf_gpa(), 44, 0);
+	sett(t, 1, ig, 16, VRING_DESC_F_INDIRECT);
+	putd(q, 0, tg, 2 * 16, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_next_flag(struct vfe_vq *q)
+{
+	uint64_t tg;
+	struct vring_packed_desc *t = table(1, &tg);
+
+	sett(t, 0, buf_gpa(), 44, 0);
+	putd(q, 0, tg, 16, VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT, good_id);
+	putd(q, 1, buf_gpa(), 44, 0, good_id);
+}
+
+static void
+b_ind_after_next(struct vfe_vq *q)
+{
+	uint64_t tg;
+	struct vring_packed_desc *t = table(1, &tg);
+
+	sett(t, 0, buf_gpa(), 24, 0);
+	putd(q, 0, buf_gpa(), 20, VRING_DESC_F_NEXT, good_id);
+	putd(q, 1, tg, 16, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_entry_outside(struct vfe_vq *q)
+{
+	uint64_t tg;
+	struct vring_packed_desc *t = table(2, &tg);
+
+	sett(t, 0, buf_gpa(), 44, 0);
+	sett(t, 1, FAR_AWAY, 100, 0);
+	putd(q, 0, tg, 2 * 16, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_entry_zero(struct vfe_vq *q)
+{
+	uint64_t tg;
+	struct vring_packed_desc *t = table(2, &tg);
+
+	sett(t, 0, buf_gpa(), 44, 0);
+	sett(t, 1, buf_gpa(), 0, 0);
+	putd(q, 0, tg, 2 * 16, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_order(struct vfe_vq *q)
+{
+	uint64_t tg;
+	struct vring_packed_desc *t = table(2, &tg);
+
+	sett(t, 0, buf_gpa(), 44, VRING_DESC_F_WRITE);
+	sett(t, 1, buf_gpa(), 44, 0);
+	putd(q, 0, tg, 2 * 16, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_too_long(struct vfe_vq *q)
+{
+	uint64_t tg;
+	struct vring_packed_desc *t = table(70, &tg);
+	unsigned int i;
+
+	/* 70 one-byte buffers: more host pieces than one chain may use. */
+	for (i = 0; i < 70; i++)
+		sett(t, i, buf_gpa() + i, 1, 0);
+	putd(q, 0, tg, 70 * 16, VRING_DESC_F_INDIRECT, good_id);
+}
+
+static void
+b_ind_plain(struct vfe_vq *q)
+{
+	uint64_t tg;
+	struct vring_packed_desc *t = table(1, &tg);
+
+	sett(t, 0, buf_gpa(), 44, 0);
+	putd(q, 0, tg, 16, VRING_DESC_F_INDIRECT, good_id);
+}
+
+enum mem_kind { MEM_DEFAULT, MEM_BIG, MEM_NO_INDIRECT };
+
+struct ring_case {
+	const char *name;
+	const char *reason;
+	build_fn build;
+	enum mem_kind mem;
+	uint16_t ring;	/* 0: RING_DEFAULT */
+};
+
+static const struct ring_case tx_cases[] = {
+	{ "buffer outside guest memory", "desc_addr", b_outside, MEM_DEFAULT, 0 },
+	{ "buffer straddling a region end into a hole", "desc_addr", b_gap, MEM_DEFAULT, 0 },
+	{ "second buffer in a hole", "desc_addr", b_gap_second, MEM_DEFAULT, 0 },
+	{ "buffer past the end of guest memory", "desc_addr", b_past_end, MEM_DEFAULT, 0 },
+	{ "gpa + len wraps", "desc_addr", b_wrap, MEM_DEFAULT, 0 },
+	{ "gpa UINT64_MAX", "desc_addr", b_wrap_max, MEM_DEFAULT, 0 },
+	{ "zero-length buffer", "desc_len", b_zero_len, MEM_DEFAULT, 0 },
+	{ "zero-length second buffer", "desc_len", b_zero_len_second, MEM_DEFAULT, 0 },
+	{ "buffer of 4 GiB - 1", "desc_addr", b_len_4g, MEM_DEFAULT, 0 },
+	{ "chain of 4 GiB", "chain_len", b_chain_4g, MEM_BIG, 0 },
+	{ "readable after writable", "desc_order", b_order, MEM_DEFAULT, 0 },
+	/*
+	 * A chain that never ends: a descriptor after the first must be available too, so
+	 * the walk ends where the ring wraps (chain_avail). A chain holds 64 pieces: on a
+	 * ring larger than that the 65th buffer ends it first.
+	 */
+	{ "NEXT on all 128 descriptors", "pieces", b_no_end, MEM_DEFAULT, 0 },
+	{ "NEXT on all 16 descriptors of a 16-entry ring", "chain_avail", b_no_end, MEM_DEFAULT,
+		16 },
+	{ "NEXT into a descriptor available on the other lap", "chain_avail", b_second_other_lap,
+		MEM_DEFAULT, 0 },
+	{ "NEXT into a descriptor marked used", "chain_avail", b_second_used, MEM_DEFAULT, 0 },
+	{ "buffer id equal to the ring size", "head", b_id_ring, MEM_DEFAULT, 0 },
+	{ "buffer id 0xffff", "head", b_id_max, MEM_DEFAULT, 0 },
+	{ "bad buffer id on the last descriptor of a chain", "head", b_id_last, MEM_DEFAULT, 0 },
+	{ "indirect table of 24 bytes", "indirect_len", b_ind_len_odd, MEM_DEFAULT, 0 },
+	{ "indirect table of 0 bytes", "indirect_len", b_ind_len_zero, MEM_DEFAULT, 0 },
+	{ "indirect table of 4 GiB - 16", "indirect_addr", b_ind_len_huge, MEM_DEFAULT, 0 },
+	{ "indirect table outside guest memory", "indirect_addr", b_ind_outside, MEM_DEFAULT, 0 },
+	{ "indirect table running into a hole", "indirect_addr", b_ind_gap, MEM_DEFAULT, 0 },
+	{ "indirect inside indirect", "indirect_nested", b_ind_nested, MEM_DEFAULT, 0 },
+	{ "indirect with NEXT", "indirect_next", b_ind_next_flag, MEM_DEFAULT, 0 },
+	{ "indirect after a NEXT", "indirect_next", b_ind_after_next, MEM_DEFAULT, 0 },
+	{ "indirect entry outside guest memory", "desc_addr", b_ind_entry_outside, MEM_DEFAULT,
+		0 },
+	{ "zero-length indirect entry", "desc_len", b_ind_entry_zero, MEM_DEFAULT, 0 },
+	{ "readable after writable in an indirect table", "desc_order", b_ind_order, MEM_DEFAULT,
+		0 },
+	{ "indirect table of 70 buffers", "pieces", b_ind_too_long, MEM_DEFAULT, 0 },
+	{ "indirect table without VIRTIO_RING_F_INDIRECT_DESC", "indirect_feature", b_ind_plain,
+		MEM_NO_INDIRECT, 0 },
+};
+
+static const struct vfe_vsock_conf *
+case_conf(enum mem_kind mem, uint16_t ring_size)
+{
+	static struct vfe_vsock_conf c;
+
+	c = rg_conf_default;
+	c.ring_size = ring_size ? ring_size : RING_DEFAULT;
+	if (mem == MEM_BIG)
+		c.mem = (struct vfe_mem_conf){ .size = 256u << 20, .nregions = 1 };
+	if (mem == MEM_NO_INDIRECT)
+		c.driver_features = VFE_VSOCK_DRIVER_FEATURES &
+			~(1ULL << VIRTIO_RING_F_INDIRECT_DESC);
+	return &c;
+}
+
+static void
+run_tx_case(const struct ring_case *c)
+{
+	struct vfe_vq *tx;
+	struct ring_snap s;
+	char path[48];
+	uint64_t before;
+	long mark = ops_log_mark(&env.o);
+
+	if (!fresh_attacker(c->name, case_conf(c->mem, c->ring))) {
+		case_end(c->name);
+		return;
+	}
+	tx = &g.v.vq[VFE_VSOCK_TX];
+	if (c->mem == MEM_NO_INDIRECT)
+		tap_ok(!(g.v.features & (1ULL << VIRTIO_RING_F_INDIRECT_DESC)),
+			"%s: negotiated without indirect descriptors", c->name);
+	snprintf(path, sizeof(path), "errors.ring_%s", c->reason);
+	before = hu_stat(&env, 3, path);
+	c->build(tx);
+	/* What the ring must still hold afterwards: the chain, its head available. */
+	snap(tx, &s);
+	s.d[tx->avail_idx & (tx->num - 1)].flags = htole16(chain.head_flags);
+	chain_go(tx);
+	expect_broken(c->name, mark, "tx", c->reason, before, &s);
+	case_end(c->name);
+}
+
+/* ---- the rx ring: bad buffers are found when the app has something to deliver ---- */
+
+/* The rx descriptor the app will take next: every one before it was used and reposted. */
+static struct vring_packed_desc *
+rx_next(struct vfe_vq *q)
+{
+	return desc_at(q, q->last_used);
+}
+
+static void
+rx_outside(struct vfe_vq *q)
+{
+	rx_next(q)->addr = htole64(REGION0_END - 100);
+}
+
+static void
+rx_zero_len(struct vfe_vq *q)
+{
+	rx_next(q)->len = 0;
+}
+
+static void
+rx_id(struct vfe_vq *q)
+{
+	rx_next(q)->id = htole16(ring + 5);
+}
+
+static void
+rx_second_other_lap(struct vfe_vq *q)
+{
+	/*
+	 * NEXT into the following buffer, whose flags are made those of the other lap. Both
+	 * descriptors are the guest's posted buffers: only their flags change.
+	 */
+	struct vring_packed_desc *d = rx_next(q), *e = desc_at(q, (uint16_t)(q->last_used + 1));
+
+	e->flags = htole16(VRING_DESC_F_WRITE | other_lap_bits(q, (uint16_t)(q->last_used + 1)));
+	d->flags = htole16(le16toh(d->flags) | VRING_DESC_F_NEXT);
+}
+
+static const struct ring_case rx_cases[] = {
+	{ "rx buffer running into a hole", "desc_addr", rx_outside, MEM_DEFAULT, 0 },
+	{ "rx buffer of length 0", "desc_len", rx_zero_len, MEM_DEFAULT, 0 },
+	{ "rx buffer id past the ring", "head", rx_id, MEM_DEFAULT, 0 },
+	{ "rx NEXT into a buffer available on the other lap", "chain_avail", rx_second_other_lap,
+		MEM_DEFAULT, 0 },
+};
+
+static void
+run_rx_case(const struct ring_case *c)
+{
+	long mark = ops_log_mark(&env.o);
+	struct vfe_vsock_pkt req;
+	struct vfe_vq *rx;
+	struct ring_snap s;
+	char path[48];
+	uint64_t before;
+
+	if (!fresh_attacker(c->name, NULL)) {
+		case_end(c->name);
+		return;
+	}
+	rx = &g.v.vq[VFE_VSOCK_RX];
+	snprintf(path, sizeof(path), "errors.ring_%s", c->reason);
+	before = hu_stat(&env, 3, path);
+	/* Every rx buffer used so far was reposted: the app reads none until it owes one. */
+	RG_WAIT(&g, false, 20);
+	c->build(rx);
+	snap(rx, &s);
+	/* Something owed to the guest makes the app take an rx buffer: another RST. */
+	req = rg_hdr(VIRTIO_VSOCK_OP_REQUEST, ++next_gport, NO_LISTENER);
+	rg_send(&g, &req, NULL);
+	RG_WAIT(&g, g.tx_completed == 2, MS);
+	tap_ok(g.tx_completed == 2, "%s: the tx ring still takes packets", c->name);
+	expect_broken(c->name, mark, "rx", c->reason, before, &s);
+	tap_ok(rg_find(&g, 0, VIRTIO_VSOCK_OP_RST, next_gport, NO_LISTENER) < 0,
+		"%s: nothing written through the broken rx ring", c->name);
+	case_end(c->name);
+}
+
+/* ---- what is not a broken ring ---- */
+
+/* Neither queue stopped, nothing logged about it. */
+static void
+expect_served(const char *what, long mark)
+{
+	tap_ok(!ops_log_has(&env.o, mark, "queue stopped") &&
+		ops_tel_u64(&env.o, "/vsock/vms", "3.tx_ring_broken") == 0 &&
+		ops_tel_u64(&env.o, "/vsock/vms", "3.rx_ring_broken") == 0,
+		"%s: no queue stopped", what);
+}
+
+/*
+ * A chain whose head has the flags of another lap (@p used: of a used descriptor) is not
+ * available: the app takes neither it nor the valid chain after it, until its flags are
+ * right. Then both are answered, in order.
+ */
+static void
+test_head_not_avail(bool used)
+{
+	const char *what = used ? "head flags of a used descriptor" :
+		"head flags available on the other lap";
+	struct ring_snap ts, rs;
+	struct vfe_vq *tx;
+	long mark = ops_log_mark(&env.o);
+	uint32_t p1 = 0, p2 = 0;
+	unsigned int from;
+	uint16_t c, bits;
+	char why[160];
+	int k1, k2;
+
+	if (!fresh_attacker(what, NULL)) {
+		case_end(what);
+		return;
+	}
+	tx = &g.v.vq[VFE_VSOCK_TX];
+	from = g.nlog;
+	c = tx->avail_idx;
+	if (!tap_ok(add_req(1, false, &p1) >= 0 && add_req(1, false, &p2) >= 0,
+			"%s: two REQUESTs added", what)) {
+		case_end(what);
+		return;
+	}
+	bits = used ? used_bits(tx, c) : other_lap_bits(tx, c);
+	/* The second chain's flags are right; the first one's wrong. */
+	__atomic_store_n(&desc_at(tx, (uint16_t)(c + 1))->flags,
+		htole16(tx->pending[1].flags), __ATOMIC_RELEASE);
+	__atomic_store_n(&desc_at(tx, c)->flags, htole16(bits), __ATOMIC_RELEASE);
+	vfe_vq_kick(tx);
+	/*
+	 * Not polled meanwhile (our own driver would take a head that looks used): whatever
+	 * the app did would show in the rings, a used descriptor or an RST in an rx buffer.
+	 */
+	snap(tx, &ts);
+	snap(&g.v.vq[VFE_VSOCK_RX], &rs);
+	usleep(IDLE_MS * 1000);
+	tap_ok(memcmp(ts.d, tx->pdesc, ring * sizeof(ts.d[0])) == 0 &&
+		memcmp(rs.d, g.v.vq[VFE_VSOCK_RX].pdesc, ring * sizeof(rs.d[0])) == 0,
+		"%s: neither it nor the chain after it taken: the app wrote no ring", what);
+	expect_served(what, mark);
+	/* Right flags on both (the first one's last): the queue goes on. */
+	tx_publish();
+	RG_WAIT(&g, g.tx_completed == 3 && g.nlog >= from + 2, MS);
+	k1 = rg_find(&g, from, VIRTIO_VSOCK_OP_RST, p1, NO_LISTENER);
+	k2 = rg_find(&g, from, VIRTIO_VSOCK_OP_RST, p2, NO_LISTENER);
+	if (!tap_ok(g.tx_completed == 3 && got_rst(p1, from, why, sizeof(why)) &&
+			got_rst(p2, from, why, sizeof(why)) && k1 < k2,
+			"%s: made available, both answered in order", what))
+		tap_diag("%s (completed %llu, RSTs at %d, %d)", why,
+			(unsigned long long)g.tx_completed, k1, k2);
+	expect_served(what, mark);
+	case_end(what);
+}
+
+/* The buffer id is the last descriptor's: a bad one on the first is not looked at. */
+static void
+test_id_first_only(void)
+{
+	const char *what = "bad buffer id on the first descriptor only";
+	struct vfe_vq *tx;
+	long mark = ops_log_mark(&env.o);
+	unsigned int from;
+	uint32_t port = 0;
+	char why[160];
+	uint16_t c;
+
+	if (!fresh_attacker(what, NULL)) {
+		case_end(what);
+		return;
+	}
+	tx = &g.v.vq[VFE_VSOCK_TX];
+	from = g.nlog;
+	c = tx->avail_idx;
+	if (!tap_ok(add_req(2, false, &port) >= 0, "%s: REQUEST added", what)) {
+		case_end(what);
+		return;
+	}
+	desc_at(tx, c)->id = htole16(0xffff);
+	tx_publish();
+	RG_WAIT(&g, g.tx_completed == 2 && g.nlog > from, MS);
+	if (!tap_ok(got_rst(port, from, why, sizeof(why)) && g.tx_completed == 2 &&
+			g.bad_used == 0, "%s: answered, completed under the last one's id", what))
+		tap_diag("%s", why);
+	expect_served(what, mark);
+	case_end(what);
+}
+
+/* NEXT means nothing inside a packed indirect table: every entry is a buffer, in order. */
+static void
+test_indirect_next_ignored(void)
+{
+	const char *what = "NEXT set and not set inside an indirect table";
+	struct vfe_vq *tx;
+	struct vring_packed_desc *t;
+	long mark = ops_log_mark(&env.o);
+	unsigned int from;
+	uint32_t port = 0;
+	char why[160];
+	int id;
+
+	if (!fresh_attacker(what, NULL)) {
+		case_end(what);
+		return;
+	}
+	tx = &g.v.vq[VFE_VSOCK_TX];
+	from = g.nlog;
+	id = add_req(2, true, &port);
+	if (!tap_ok(id >= 0, "%s: REQUEST added as a table of two entries", what)) {
+		case_end(what);
+		return;
+	}
+	/* The header's second part is in the last entry: with NEXT it would point past it. */
+	t = (struct vring_packed_desc *)tx->indirect + (size_t)id * tx->indirect_max;
+	t[1].flags = htole16(VRING_DESC_F_NEXT);
+	tx_publish();
+	RG_WAIT(&g, g.tx_completed == 2 && g.nlog > from, MS);
+	if (!tap_ok(got_rst(port, from, why, sizeof(why)) && g.tx_completed == 2,
+			"%s: the header read whole from both entries, answered", what))
+		tap_diag("%s", why);
+	expect_served(what, mark);
+	case_end(what);
+}
+
+/* A tx buffer the device may only write: no header to read, dropped as a short packet. */
+static void
+test_tx_write_only(void)
+{
+	const char *what = "write-only buffer on the tx queue";
+	uint64_t before = hu_stat(&env, 3, "short_packets");
+	struct vfe_vq *tx;
+	long mark = ops_log_mark(&env.o);
+	struct vfe_buf b;
+	unsigned int from;
+	struct vring_packed_desc d;
+	uint8_t image[44];
+	uint32_t port = 0;
+	char why[160];
+	uint16_t c, i;
+	int id;
+
+	if (!fresh_attacker(what, NULL)) {
+		case_end(what);
+		return;
+	}
+	tx = &g.v.vq[VFE_VSOCK_TX];
+	from = g.nlog;
+	c = tx->avail_idx;
+	/* A valid REQUEST header, in a buffer marked device-writable. */
+	i = g.tx_free[--g.tx_nfree];
+	vfe_vsock_build((struct virtio_vsock_hdr *)image,
+		&(struct vfe_vsock_pkt){ .src_cid = HU_ATTACKER_CID, .dst_cid = HU_HOST_CID,
+			.src_port = ++next_gport, .dst_port = NO_LISTENER,
+			.type = VIRTIO_VSOCK_TYPE_STREAM, .op = VIRTIO_VSOCK_OP_REQUEST });
+	memcpy(g.tx_buf[i], image, sizeof(image));
+	b = (struct vfe_buf){ .gpa = g.tx_gpa[i], .len = 44, .writable = true };
+	id = vfe_vq_add(tx, &b, 1, (void *)(uintptr_t)(i + 1u));
+	tx_publish();
+	RG_WAIT(&g, g.tx_completed == 2, MS);
+	RG_WAIT(&g, false, IDLE_MS);
+	/* The used descriptor stays in the ring until the driver adds the next one. */
+	d = *desc_at(tx, c);
+	tap_ok(id >= 0 && g.tx_completed == 2 && g.nlog == from && le16toh(d.id) == id &&
+		le32toh(d.len) == 0 && le16toh(d.flags) == used_bits(tx, c),
+		"%s: given back with used length 0, nothing sent back (id %u len %u flags %#x, "
+		"%u packets)", what, le16toh(d.id), le32toh(d.len), le16toh(d.flags),
+		g.nlog - from);
+	tap_ok(memcmp(g.tx_buf[i], image, sizeof(image)) == 0, "%s: its bytes not written", what);
+	tap_ok(hu_stat(&env, 3, "short_packets") == before + 1, "%s: counted in short_packets",
+		what);
+	if (before == 0)
+		tap_ok(hu_log_wait(&env, mark, "VM cid 3: dropped a tx packet of 0 bytes", MS),
+			"%s: logged as the VM's first short packet", what);
+	expect_served(what, mark);
+	/* The queue goes on. */
+	from = g.nlog;
+	if (!tap_ok(add_req(1, false, &port) >= 0, "%s: another REQUEST added", what)) {
+		case_end(what);
+		return;
+	}
+	tx_publish();
+	RG_WAIT(&g, rg_find(&g, from, VIRTIO_VSOCK_OP_RST, port, NO_LISTENER) >= 0, MS);
+	if (!tap_ok(got_rst(port, from, why, sizeof(why)), "%s: the next REQUEST is answered",
+			what))
+		tap_diag("%s", why);
+	case_end(what);
+}
+
+/* An rx buffer the device may only read: given back empty, the packet goes to the next. */
+static void
+test_rx_read_only(void)
+{
+	const char *what = "read-only buffer on the rx queue";
+	uint64_t before = hu_stat(&env, 3, "small_rx_buffers");
+	long mark = ops_log_mark(&env.o);
+	struct vfe_vsock_pkt req;
+	struct vfe_vq *rx;
+	unsigned int from;
+	uint16_t c;
+	char why[160];
+	int k;
+
+	if (!fresh_attacker(what, NULL)) {
+		case_end(what);
+		return;
+	}
+	rx = &g.v.vq[VFE_VSOCK_RX];
+	RG_WAIT(&g, false, 20);
+	c = rx->last_used;
+	desc_at(rx, c)->flags = htole16(avail_bits(rx, c));
+	from = g.nlog;
+	req = rg_hdr(VIRTIO_VSOCK_OP_REQUEST, ++next_gport, NO_LISTENER);
+	rg_send(&g, &req, NULL);
+	RG_WAIT(&g, g.nlog >= from + 2, MS);
+	k = rg_find(&g, from, VIRTIO_VSOCK_OP_RST, next_gport, NO_LISTENER);
+	tap_ok(g.nlog >= from + 1 && g.log[from].used_len == 0,
+		"%s: given back with used length 0", what);
+	if (!tap_ok(k == (int)from + 1 && got_rst(next_gport, from, why, sizeof(why)),
+			"%s: the RST is in the next buffer", what))
+		tap_diag("%s (at %d)", why, k);
+	tap_ok(hu_stat(&env, 3, "small_rx_buffers") == before + 1,
+		"%s: counted in small_rx_buffers", what);
+	tap_ok(g.bad_used == 0, "%s: every used descriptor named a buffer in flight", what);
+	expect_served(what, mark);
+	case_end(what);
+}
+
+/* ---- a thread rewriting descriptors while the app walks them ---- */
+
+struct flipper {
+	pthread_t th;
+	volatile bool stop;
+	/* Only lengths that keep every chain valid (header and buffers stay in place). */
+	bool benign;
+	struct vring_packed_desc *desc[2];
+	uint64_t good_gpa[8];
+	uint64_t flips;
+};
+
+static uint64_t
+xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void *
+flip_main(void *arg)
+{
+	static const uint32_t lens[] = { 44, 0, 0xffffffffu, 20, 4096, 1u << 31, 64, 100000 };
+	/* rx: any room for a header within the buffer; tx: header alone or with spare bytes. */
+	static const uint32_t ok_len[2][4] = { { 44, 64, 2048, RG_RX_LEN }, { 44, 64, 4096, 60000 } };
+	struct flipper *f = arg;
+	uint64_t s = 0x9e3779b97f4a7c15ull;
+
+	while (!f->stop) {
+		uint64_t r = xorshift(&s);
+		struct vring_packed_desc *d = &f->desc[r & 1][(r >> 1) & (ring - 1)];
+		uint64_t addr;
+
+		if (f->benign) {
+			__atomic_store_n(&d->len, htole32(ok_len[r & 1][(r >> 8) & 3]),
+				__ATOMIC_RELAXED);
+			f->flips++;
+			continue;
+		}
+		/* Mostly valid values, so that many chains are walked while they change. */
+		if ((r >> 40) & 3) {
+			__atomic_store_n(&d->len, htole32((r & 1) ? 44 : 64), __ATOMIC_RELAXED);
+			f->flips++;
+			continue;
+		}
+		switch ((r >> 8) & 7) {
+		case 0:
+			addr = FAR_AWAY;
+			break;
+		case 1:
+			addr = REGION0_END - 8;
+			break;
+		case 2:
+			addr = UINT64_MAX - 4;
+			break;
+		default:
+			addr = f->good_gpa[(r >> 12) & 7];
+			break;
+		}
+		/* Relaxed atomics: the app sees torn-free values changing at any moment. */
+		switch ((r >> 16) & 3) {
+		case 0:
+			__atomic_store_n(&d->addr, htole64(addr), __ATOMIC_RELAXED);
+			break;
+		case 1:
+			__atomic_store_n(&d->len, htole32(lens[(r >> 20) & 7]), __ATOMIC_RELAXED);
+			break;
+		case 2:
+			/* NEXT, WRITE, INDIRECT and the availability bits, any mix. */
+			__atomic_store_n(&d->flags, htole16((uint16_t)(((r >> 24) & 7) |
+				((r >> 27) & 1 ? F_AVAIL : 0) | ((r >> 28) & 1 ? F_USED : 0))),
+				__ATOMIC_RELAXED);
+			break;
+		default:
+			__atomic_store_n(&d->id, htole16((uint16_t)((r >> 28) & 0xff)),
+				__ATOMIC_RELAXED);
+			break;
+		}
+		f->flips++;
+	}
+	return NULL;
+}
+
+static void
+test_rewrite(bool benign)
+{
+	const char *what = benign ? "lengths rewritten (always valid) during the walk" :
+		"descriptors rewritten during the walk";
+	struct flipper f = { .stop = false, .benign = benign };
+	long mark = ops_log_mark(&env.o);
+	uint64_t sent = 0, end;
+	unsigned int i;
+
+	if (!fresh_attacker(what, NULL)) {
+		case_end(what);
+		return;
+	}
+	f.desc[0] = g.v.vq[VFE_VSOCK_RX].pdesc;
+	f.desc[1] = g.v.vq[VFE_VSOCK_TX].pdesc;
+	for (i = 0; i < 8; i++)
+		f.good_gpa[i] = i < 4 ? g.tx_gpa[i * 8] : g.rx_gpa[i * 8];
+	if (!tap_ok(pthread_create(&f.th, NULL, flip_main, &f) == 0, "%s: thread", what)) {
+		case_end(what);
+		return;
+	}
+	/* Keep both rings busy for a while: REQUESTs whose RSTs need rx buffers. */
+	end = hu_now_ms() + 1500;
+	while (hu_now_ms() < end) {
+		struct vfe_vsock_pkt req = rg_hdr(VIRTIO_VSOCK_OP_REQUEST, ++next_gport,
+			NO_LISTENER);
+
+		/* Each answer is logged: stay within the log. */
+		if (sent + 2 < RG_LOG_MAX && rg_send(&g, &req, NULL) == 0)
+			sent++;
+		if (rg_poll(&g) == 0)
+			usleep(100);
+	}
+	f.stop = true;
+	pthread_join(f.th, NULL);
+	tap_diag("%s: %llu flips, %llu packets sent, %llu completed, %u rx packets, "
+		"%llu bad used ids", what, (unsigned long long)f.flips, (unsigned long long)sent,
+		(unsigned long long)g.tx_completed, g.nlog, (unsigned long long)g.bad_used);
+	tap_ok(ops_tel_u64(&env.o, "/vsock/vms", "3.cid") == 3, "%s: the app still answers",
+		what);
+	if (benign) {
+		unsigned int rst = 0;
+
+		/* Whatever length each walk saw, every packet was valid: each gets its RST. */
+		RG_WAIT(&g, g.tx_completed == sent + 1 && g.nlog == sent + 1, MS);
+		for (i = 0; i < g.nlog; i++)
+			rst += g.log[i].p.op == VIRTIO_VSOCK_OP_RST;
+		tap_ok(!ops_log_has(&env.o, mark, "queue stopped") && g.tx_completed == sent + 1 &&
+			rst == sent + 1 && g.bad_used == 0,
+			"%s: no queue stopped, every packet answered (%u RSTs)", what, rst);
+	} else if (ops_log_has(&env.o, mark, "queue stopped")) {
+		tap_diag("%s: %s", what, ops_log_has(&env.o, mark, "VM cid 3: tx queue stopped") ?
+			"tx queue broken" : "rx queue broken");
+	}
+	tap_ok(!ops_log_has(&env.o, mark, "VM cid 5"), "%s: nothing about VM 5 in the log",
+		what);
+	case_end(what);
+}
+
+int
+main(void)
+{
+	unsigned int i;
+	int status, l3, l5;
+
+	if (!tap_ok(hu_start(&env) == 0, "app started with VM 3 and VM 5")) {
+		tap_diag("%s", env.why);
+		hu_stop(&env, true);
+		return tap_done();
+	}
+	tap_diag("VM 5 on %s rings", env.peer.v.vq[0].packed ? "packed" : "split");
+	if (fresh_attacker("before any attack", NULL)) {
+		l3 = hu_vm_lcore(&env, 3);
+		l5 = hu_vm_lcore(&env, 5);
+		tap_ok(l3 >= 0 && l3 == l5, "VM 3 and VM 5 share worker lcore %d (and %d)", l3,
+			l5);
+	}
+	case_end("before any attack");
+
+	/* First: the app logs only the VM's first short packet. */
+	test_tx_write_only();
+	test_rx_read_only();
+	test_head_not_avail(false);
+	test_head_not_avail(true);
+	test_id_first_only();
+	test_indirect_next_ignored();
+	for (i = 0; i < sizeof(tx_cases) / sizeof(tx_cases[0]); i++)
+		run_tx_case(&tx_cases[i]);
+	for (i = 0; i < sizeof(rx_cases) / sizeof(rx_cases[0]); i++)
+		run_rx_case(&rx_cases[i]);
+	test_rewrite(true);
+	test_rewrite(false);
+
+	status = hu_stop(&env, tap_failed != 0);
+	tap_ok(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		"app exits 0 on SIGTERM (status %#x)", status);
+	return tap_done();
+}
