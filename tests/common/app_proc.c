@@ -272,3 +272,44 @@ app_proc_fini(struct app_proc *p)
 	closedir(d);
 	rmdir(p->dir);
 }
+
+void app_proc_eal_dir(const char *prefix, char *buf, size_t len)
+{
+	const char *base = getenv("RUNTIME_DIRECTORY");
+
+	if (base == NULL)
+		base = getuid() == 0 ? "/var/run" : getenv("XDG_RUNTIME_DIR");
+	if (base == NULL)
+		base = "/tmp";
+	snprintf(buf, len, "%s/dpdk/%s", base, prefix);
+}
+
+/* Unlink the files in @p dir whose names start with @p start ("": all of them). */
+static void unlink_files(const char *dir, const char *start)
+{
+	char path[512];
+	struct dirent *d;
+	DIR *dp = opendir(dir);
+
+	if (dp == NULL)
+		return;
+	while ((d = readdir(dp)) != NULL) {
+		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0 ||
+		    strncmp(d->d_name, start, strlen(start)) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		unlink(path);
+	}
+	closedir(dp);
+}
+
+void app_proc_remove_eal_files(const char *prefix)
+{
+	char dir[256], map[128];
+
+	app_proc_eal_dir(prefix, dir, sizeof(dir));
+	unlink_files(dir, "");
+	rmdir(dir);
+	snprintf(map, sizeof(map), "%smap_", prefix);
+	unlink_files("/dev/hugepages", map);
+}

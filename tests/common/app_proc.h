@@ -76,4 +76,17 @@ int app_proc_send(struct app_proc *p, const char *line);
 /** Kill the child if still running and remove the run directory. */
 void app_proc_fini(struct app_proc *p);
 
+/**
+ * The EAL's runtime directory for --file-prefix @p prefix in @p buf (where
+ * dpdk-telemetry.py looks for it too): $RUNTIME_DIRECTORY, /var/run as root,
+ * else $XDG_RUNTIME_DIR, else /tmp; then dpdk/<prefix>.
+ */
+void app_proc_eal_dir(const char *prefix, char *buf, size_t len);
+
+/**
+ * Remove what an EAL with --file-prefix @p prefix leaves behind once every
+ * process of it exited: its runtime directory and its /dev/hugepages files.
+ */
+void app_proc_remove_eal_files(const char *prefix);
+
 #endif /* TESTS_COMMON_APP_PROC_H */

@@ -429,6 +429,7 @@ out:
 	if (tap_failed || status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		app_proc_dump_log(&app.dp.app);
 	app_proc_fini(&app.dp.app);
+	app_proc_remove_eal_files(app.prefix);
 	tap_ok(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		"app exits 0 on SIGTERM (status %#x)", status);
 	return tap_done();

@@ -22,14 +22,7 @@
 void
 ops_runtime_dir(const struct ops_env *o, char *buf, size_t len)
 {
-	const char *base = getenv("RUNTIME_DIRECTORY");
-
-	/* Where DPDK's EAL puts it, as dpdk-telemetry.py computes it. */
-	if (base == NULL)
-		base = getuid() == 0 ? "/var/run" : getenv("XDG_RUNTIME_DIR");
-	if (base == NULL)
-		base = "/tmp";
-	snprintf(buf, len, "%s/dpdk/%s", base, o->prefix);
+	app_proc_eal_dir(o->prefix, buf, len);
 }
 
 /* As the datapath tests: stay off the CPU the app's worker spins on. */
@@ -92,27 +85,6 @@ ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *extr
 	return 0;
 }
 
-static void
-remove_runtime_dir(const struct ops_env *o)
-{
-	char dir[256], path[512];
-	struct dirent *d;
-	DIR *dp;
-
-	ops_runtime_dir(o, dir, sizeof(dir));
-	dp = opendir(dir);
-	if (dp == NULL)
-		return;
-	while ((d = readdir(dp)) != NULL) {
-		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		unlink(path);
-	}
-	closedir(dp);
-	rmdir(dir);
-}
-
 int
 ops_stop(struct ops_env *o)
 {
@@ -126,7 +98,7 @@ ops_stop(struct ops_env *o)
 		app_proc_fini(&o->dp.app);
 	}
 
-	remove_runtime_dir(o);
+	app_proc_remove_eal_files(o->prefix);
 	return status;
 }
 

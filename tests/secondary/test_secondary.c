@@ -219,17 +219,6 @@ static bool hugepages_free(unsigned int want)
 	return n >= want;
 }
 
-/* The primary's hugepage files and runtime directory, which a killed group leaves behind. */
-static void remove_group_files(void)
-{
-	char cmd[160];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf /dev/hugepages/%smap_* /var/run/dpdk/%s", prefix,
-		 prefix);
-	if (system(cmd) != 0)
-		tap_diag("could not remove %s's files", prefix);
-}
-
 static int start_primary(bool notify)
 {
 	/*
@@ -492,6 +481,6 @@ int main(int argc, char **argv)
 	tap_ok(vsock_native_detach() == 0, "and detach still works");
 out:
 	app_proc_fini(&app);
-	remove_group_files();
+	app_proc_remove_eal_files(prefix);
 	return tap_done();
 }
