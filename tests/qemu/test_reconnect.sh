@@ -5,7 +5,11 @@
 # socket,server=on,wait=on), restarted under the running guest.
 #
 # - client mode works with a real guest: QEMU waits for the app, the guest sends
-#   checked bytes to a host program, and keeps a second connection open;
+#   checked bytes to a host program;
+# - the guest reloads its driver (unbind and bind) under the running app: QEMU
+#   stops and starts the device (GET_VRING_BASE, then features, memory table
+#   and rings again), and the next connection carries checked bytes; the guest
+#   then keeps a connection open;
 # - the app is killed and started again: it connects to QEMU's socket at once;
 # - QEMU 7.2's vhost-user-vsock has no reconnect support (no chardev event
 #   handler: it never sets the device up on a new connection), so before the
@@ -38,17 +42,20 @@ start_app -l 0-1 -- $app_args
 wait_sockets "the app starts as a client (its hybrid vsock socket exists)" "$uds"
 
 host first listen "${uds}_5000" recv
+host reload listen "${uds}_5004" recv
 host held listen "${uds}_5002" recv
 host second listen "${uds}_5001" recv
 host third listen "${uds}_5003" recv
-# After the restart: a connect before the device reset (QEMU 7.2: fails), the
-# reset, what became of the connection held open, a connect after the reset.
+# A driver reload on the running app. After the restart: a connect before the
+# device reset (QEMU 7.2: fails), the reset, what became of the connection held
+# open, a connect after the reset.
 drv=/sys/bus/virtio/drivers/vmw_vsock_virtio_transport
+reset_dev="for d in $drv/virtio*; do n=\${d##*/}; done; echo \$n >$drv/unbind && echo \$n >$drv/bind"
 guest_cmd="vsock-io connect 2 5000 send $bytes; \
+$reset_dev && echo DRIVER-RELOADED; sleep 1; vsock-io --timeout 10 connect 2 5004 send 65536; \
 vsock-io connect 2 5002 recv >/tmp/held 2>&1 & sleep $guest_pause_s; \
 vsock-io --timeout 5 connect 2 5001 send 4096 || echo SECOND-CONNECT-FAILED; \
-for d in $drv/virtio*; do n=\${d##*/}; done; \
-echo \$n >$drv/unbind && echo \$n >$drv/bind && echo DEVICE-RESET; sleep 1; \
+$reset_dev && echo DEVICE-RESET; sleep 1; \
 sed 's/^/HELD /' /tmp/held; \
 vsock-io --timeout 10 connect 2 5003 send 65536 || echo THIRD-CONNECT-FAILED"
 VSOCK_CHARDEV_OPTS=",server=on,wait=on" "$RUN_GUEST" -g "$GUEST_DIR" -s "$sock" -t 150 \
@@ -66,6 +73,18 @@ line=$(host_line first RECV)
 ok $? "client mode: the guest sent $bytes checked bytes through the app ($line)"
 grep -q "running on lcore" "$work/app.log"
 ok $? "client mode: QEMU set the device up on the app's connection"
+
+# The guest reloads its driver: the running app sees the device stop and start.
+i=0
+while ! grep -q "^CONNECTED" "$work/held.out" && [ $i -lt 600 ] && alive "$qemu"; do
+	sleep 0.1
+	i=$((i + 1))
+done
+line=$(host_line reload RECV)
+[ "$(field "$line" 2)" = 65536 ] && [ "$(field "$line" 8)" = OK ]
+ok $? "after a guest driver reload on the running app: 65536 checked bytes ($line)"
+[ "$(grep -c "running on lcore" "$work/app.log")" -eq 2 ]
+ok $? "the app stopped and started the device again for the reload"
 
 # Restart the app under the running guest.
 kill -KILL "$app"
