@@ -2,11 +2,11 @@
 # The benchmark in one command (doc/performance.md): build, run every comparison, write the
 # JSON and text tables to build/bench/, the callgrind figures, and the plots.
 #
-#   scripts/bench.sh            full run (about 25 minutes on 2 cores)
+#   scripts/bench.sh            full run (about 30 minutes on 2 cores)
 #   scripts/bench.sh --quick    one repetition, short cases (about 4 minutes)
 #
 # Environment: BUILD (default build), OUT (default $BUILD/bench), REPS, TIME (seconds per case),
-# PARTS (default "payload wait burst conns native callgrind": the comparisons to run).
+# PARTS (default "payload wait burst conns native rings callgrind": the comparisons to run).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +14,7 @@ BUILD=${BUILD:-$ROOT/build}
 OUT=${OUT:-$BUILD/bench}
 REPS=${REPS:-5}
 TIME=${TIME:-1}
-PARTS=${PARTS:-payload wait burst conns native callgrind}
+PARTS=${PARTS:-payload wait burst conns native rings callgrind}
 CG=1
 if [[ ${1:-} == --quick ]]; then
 	REPS=1
@@ -56,9 +56,14 @@ want conns && run conns --modes g2h,h2g,rr --payloads 4096 --conns 1,16,256,1023
 # The host end: the app's Unix sockets against the native poll-mode API (the engine in
 # vsock-perf's own process), A B A B over every payload; the ratio column is native/uds.
 want native && run native "${SYS[@]}" --host uds,native
+# The ring layout the guest asks for: split against packed (VIRTIO_F_RING_PACKED), A B A B;
+# the ratio column is packed/split.
+want rings && run rings --rings split,packed --payloads 64,4096,65536
 
 # Instructions per packet in the backend's steady state: vsock_dev_poll and everything under
-# it, counted by callgrind (stable on a noisy machine, unlike cycles).
+# it, and the virtqueue code alone, in the rounds that moved packets, counted by callgrind
+# (stable on a noisy machine, unlike cycles), on split and on packed rings (one app under
+# valgrind each, alternated as everywhere).
 if ((CG)) && want callgrind && command -v valgrind >/dev/null; then
 	mkdir -p "$OUT/callgrind"
 	rm -f "$OUT"/callgrind/callgrind.out.*
@@ -68,10 +73,10 @@ if ((CG)) && want callgrind && command -v valgrind >/dev/null; then
 			--toggle-collect=vsock_dev_poll "$APP" "\$@"
 	EOF
 	chmod +x "$OUT/callgrind/app.sh"
-	log "callgrind: 64 B and 4 KiB, each direction"
+	log "callgrind: 64 B and 4 KiB, each direction, split and packed rings"
 	VSOCK_APP=$OUT/callgrind/app.sh VSOCK_PERF_CG_DIR=$OUT/callgrind \
 		"$PERF" --callgrind --reps 1 --time 2 --modes g2h,h2g --payloads 64,4096 \
-		--json "$OUT/callgrind.json" | tee "$OUT/callgrind.txt" ||
+		--rings split,packed --json "$OUT/callgrind.json" | tee "$OUT/callgrind.txt" ||
 		log "callgrind: some cases FAILED"
 fi
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots of a scripts/bench.sh run, from its JSON (vsock-perf --json), into the same directory.
 
-    plot_bench.py DIR      reads DIR/{payload,wait,burst,native}.json, writes DIR/*.png
+    plot_bench.py DIR      reads DIR/{payload,wait,burst,native,rings}.json, writes DIR/*.png
 
 Every point is the median over the repetitions of one (variant, case); failed cases are left
 out. Needs Debian's python3-matplotlib.
@@ -110,9 +110,29 @@ def burst(doc, out):
     fig.savefig(out)
 
 
-def native(doc, out):
-    """The two host ends side by side: rate each way and ping-pong RTT, by payload."""
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+def paired_ratios(doc):
+    """[(label, [second/first of each repetition])]: rates, or p50 RTT for rr."""
+    v = doc["config"]["variants"][:2]
+    by = {}
+    for c in doc["cases"]:
+        if c["ok"] and c["variant"] in v:
+            key = "rtt_p50_us" if c["direction"] == "rr" else "mpps"
+            by[(c["direction"], c["payload"], c["rep"], c["variant"])] = c[key]
+    out = []
+    for d in ("g2h", "h2g", "rr"):
+        for p in sorted({k[1] for k in by if k[0] == d}):
+            reps = sorted({k[2] for k in by if k[:2] == (d, p)})
+            r = [by[(d, p, n, v[1])] / by[(d, p, n, v[0])] for n in reps
+                 if (d, p, n, v[0]) in by and (d, p, n, v[1]) in by and by[(d, p, n, v[0])]]
+            if r:
+                out.append((f"{d}\n{p} B", r))
+    return out
+
+
+def side_by_side(doc, out, suptitle, pairs=False):
+    """Alternated variants side by side: rate each way and ping-pong RTT, by payload; with
+    pairs, a fourth panel has the second variant over the first in each repetition."""
+    fig, axes = plt.subplots(1, 4 if pairs else 3, figsize=(18 if pairs else 14, 4.2))
     panels = (("g2h", "gbps", "guest -> host, Gbit/s"), ("h2g", "gbps", "host -> guest, Gbit/s"),
               ("rr", "rtt_p50_us", "ping-pong p50 RTT, us"))
     for ax, (d, key, title) in zip(axes, panels):
@@ -129,21 +149,45 @@ def native(doc, out):
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("median over repetitions")
     axes[0].legend()
-    fig.suptitle("host end: Unix-socket endpoint (uds) against the native poll-mode API")
+    if pairs:
+        v = doc["config"]["variants"]
+        ax = axes[3]
+        ratios = paired_ratios(doc)
+        for i, (label, r) in enumerate(ratios):
+            ax.plot([i] * len(r), r, "o", color="C1", alpha=0.5)
+            ax.plot([i], [statistics.median(r)], "_", color="k", markersize=18)
+        ax.axhline(1, color="k", linewidth=0.8)
+        ax.set_xticks(range(len(ratios)))
+        ax.set_xticklabels([lab for lab, _ in ratios], fontsize=7)
+        ax.set_yscale("log")
+        ax.set_title(f"{v[1]}/{v[0]} per repetition (rate; rr: RTT)")
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(suptitle)
     fig.tight_layout()
     fig.savefig(out)
+
+
+def native(doc, out):
+    side_by_side(doc, out,
+                 "host end: Unix-socket endpoint (uds) against the native poll-mode API")
+
+
+def rings(doc, out):
+    side_by_side(doc, out, "ring layout the guest asks for: split against packed (dots: each "
+                 "repetition's pair, bar: their median)", pairs=True)
 
 
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
     made = []
     for name, fn in (("payload", throughput), ("wait", rtt), ("burst", burst),
-                     ("native", native)):
+                     ("native", native), ("rings", rings)):
         doc = load(os.path.join(d, name + ".json"))
         if doc is None:
             continue
         out = os.path.join(d, {"payload": "throughput.png", "wait": "rtt.png",
-                               "burst": "burst.png", "native": "native.png"}[name])
+                               "burst": "burst.png", "native": "native.png",
+                               "rings": "rings.png"}[name])
         fn(doc, out)
         made.append(out)
     doc = load(os.path.join(d, "payload.json"))

@@ -71,7 +71,9 @@ struct perf_counters {
 	uint64_t vq_pkts;	/* used entries, both rings */
 	uint64_t idx, irq, kicks;	/* used->idx stores, guest interrupts, guest kicks */
 	uint64_t busy_cycles, cycles_pkts;	/* the worker's busy rounds, what they moved */
+	uint64_t busy_rounds;	/* the worker's rounds that moved something */
 	uint64_t from_guest, to_guest;	/* vsock packets */
+	bool ok;		/* every counter was read */
 };
 
 /*

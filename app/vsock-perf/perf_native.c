@@ -98,6 +98,7 @@ void perf_native_counters(uint64_t cid, struct perf_counters *c)
 	memset(c, 0, sizeof(*c));
 	if (vsock_pmd_vm_stats_get(cid, &st) < 0)
 		return;
+	c->ok = true;
 	for (q = 0; q < VSOCK_PMD_NB_QUEUES; q++) {
 		c->vq_pkts += st.q[q].packets;
 		c->idx += st.q[q].used_idx_flushes;
@@ -109,6 +110,9 @@ void perf_native_counters(uint64_t cid, struct perf_counters *c)
 	if (vsock_pmd_lcore_stats_get(0, &ls) == 0) {
 		c->busy_cycles = ls.busy_cycles;
 		c->cycles_pkts = ls.cycles_pkts;
+		c->busy_rounds = ls.busy_polls;
+	} else {
+		c->ok = false;
 	}
 }
 

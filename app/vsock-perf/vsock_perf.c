@@ -13,9 +13,9 @@
  * its stream offset and both ends' checksums and byte counts are compared: a fast wrong run
  * fails.
  *
- * Variants (host end and backend settings) run alternately, A B A B ..., each as a fresh
- * backend instance that runs every case; the summary gives medians per variant and their
- * ratios. See doc/performance.md.
+ * Variants (host end, ring layout and backend settings) run alternately, A B A B ..., each
+ * as a fresh backend instance that runs every case; the summary gives medians per variant
+ * and their ratios. See doc/performance.md.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +27,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,19 +63,24 @@ static const char *const mode_name[M_NB] = { "g2h", "h2g", "rr" };
 enum host { H_UDS, H_NATIVE, H_NB };
 static const char *const host_name[H_NB] = { "uds", "native" };
 
+/* The virtqueue layout the guest asks for; the backend offers both. */
+enum ring { R_SPLIT, R_PACKED, R_NB };
+static const char *const ring_name[R_NB] = { "split", "packed" };
+
 struct variant {
 	char name[32];
 	const char *args[6];	/* the app's options (uds host end) */
 	bool per_entry, notify;	/* the same, for the engine this process runs (native) */
 	enum host host;
+	enum ring ring;
 };
 
 /* What every variant is run with, in this order. */
 static const struct variant known_variants[] = {
-	{ "batch", { NULL }, false, false, H_UDS },
-	{ "per-entry", { "--used-publish", "per-entry", NULL }, true, false, H_UDS },
-	{ "poll", { NULL }, false, false, H_UDS },
-	{ "notify", { "--wait-mode", "notify", NULL }, false, true, H_UDS },
+	{ "batch", { NULL }, false, false, H_UDS, R_SPLIT },
+	{ "per-entry", { "--used-publish", "per-entry", NULL }, true, false, H_UDS, R_SPLIT },
+	{ "poll", { NULL }, false, false, H_UDS, R_SPLIT },
+	{ "notify", { "--wait-mode", "notify", NULL }, false, true, H_UDS, R_SPLIT },
 };
 
 #define NB_KNOWN (sizeof(known_variants) / sizeof(known_variants[0]))
@@ -90,6 +96,7 @@ struct plan {
 	struct variant variants[MAX_VARIANTS];
 	unsigned int nb_variants;
 	bool hosts[H_NB];	/* host ends, each crossed with every variant */
+	bool rings[R_NB];	/* ring layouts, each crossed with every variant and host end */
 	unsigned int reps;
 	double secs;
 	uint16_t ring;
@@ -118,7 +125,15 @@ struct result {
 	double csys_pkt;		/* this process's thread (guest + host end); -1: same */
 	long csys;			/* the same, in the whole window */
 	double epoll_pkt;		/* epoll_wait (idle rounds included); -1: not measured */
-	double ir_pkt;			/* callgrind instructions per packet; -1: none */
+	/*
+	 * Callgrind (-1: none): instructions per packet in the rounds that moved something,
+	 * of vsock_dev_poll and of the virtqueue code alone; of every round in the window;
+	 * of one round that found nothing. From the window's dump: its instructions, rounds
+	 * (calls of vsock_dev_poll), and the busy ones among them (the worker's counter).
+	 */
+	double ir_pkt, ring_ir_pkt, ir_all_pkt, idle_round_ir;
+	double cg_ir, cg_ring, cg_rounds;
+	uint64_t busy_rounds;
 	double rss_per_conn;		/* app RSS growth per connection opened, bytes */
 };
 
@@ -202,6 +217,10 @@ static void counters_read(struct perf_counters *c)
 		c->to_guest = 0;
 	c->busy_cycles = tel("/vsock/lcores", "1.busy_cycles");
 	c->cycles_pkts = tel("/vsock/lcores", "1.cycles_pkts");
+	c->busy_rounds = tel("/vsock/lcores", "1.busy_polls");
+	/* tel() says UINT64_MAX when the app did not answer. */
+	c->ok = c->busy_cycles != UINT64_MAX && c->cycles_pkts != UINT64_MAX &&
+		c->busy_rounds != UINT64_MAX;
 }
 
 static double per(uint64_t a, uint64_t b)
@@ -247,8 +266,15 @@ static int worker_tid(void)
 static void syscalls_start(void)
 {
 	int tids[PS_NB] = { worker_tid(), (int)getpid() };
+	char not_epoll[32];
 	unsigned int i;
 
+	/*
+	 * The syscalls other than epoll_wait in a counter of their own: subtracting a
+	 * separate epoll_wait counter, enabled a moment apart, leaves thousands of an idle
+	 * worker's epoll_waits in the difference when perf is slow to start both.
+	 */
+	snprintf(not_epoll, sizeof(not_epoll), "id != %d", (int)SYS_epoll_wait);
 	for (i = 0; i < PS_NB; i++) {
 		char tid[16];
 
@@ -261,8 +287,8 @@ static void syscalls_start(void)
 		perf_pid[i] = fork();
 		if (perf_pid[i] == 0) {
 			execlp("perf", "perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter",
-			       "-e", "syscalls:sys_enter_epoll_wait", "-t", tid, "-o",
-			       perf_out[i], (char *)NULL);
+			       "--filter", not_epoll, "-e", "syscalls:sys_enter_epoll_wait", "-t",
+			       tid, "-o", perf_out[i], (char *)NULL);
 			_exit(127);
 		}
 	}
@@ -298,11 +324,10 @@ static long syscalls_stop(unsigned int i, long *epolls)
 			*epolls = atol(line);
 	}
 	fclose(f);
-	/* The two counters are enabled one after the other: a few epoll_waits apart. */
-	return n >= 0 && *epolls >= 0 ? RTE_MAX(n - *epolls, 0L) : n;
+	return n;
 }
 
-/* ---- callgrind: instructions of vsock_dev_poll (inclusive) per packet ---- */
+/* ---- callgrind: instructions per packet, of vsock_dev_poll and of the virtqueue code ---- */
 
 static void cg_cmd(const char *opt)
 {
@@ -314,35 +339,124 @@ static void cg_cmd(const char *opt)
 		fprintf(stderr, "vsock-perf: '%s' failed\n", cmd);
 }
 
-/* Instructions under vsock_dev_poll in the newest dump of the app. */
-static double cg_poll_ir(void)
+/*
+ * Instructions of the virtqueue code in a function list of callgrind_annotate (self cost):
+ * the functions of virtq*.c and what they inline (guest_mem.h's translation), and the code of
+ * virtq*.h inlined into the data path (completions, the layout dispatch). The header and
+ * payload copies out of a chain are not the ring's: the same on either layout.
+ */
+static bool cg_ring_code(const char *file, const char *fn)
 {
-	char cmd[512], line[512];
-	double ir = -1;
+	const char *base = strrchr(file, '/');
+
+	base = base ? base + 1 : file;
+	if (!strcmp(fn, "virtq_chain_read") || !strcmp(fn, "virtq_chain_write") ||
+	    !strcmp(fn, "pieces_copy"))
+		return false;
+	return !strncmp(base, "virtq", 5) || !strncmp(fn, "virtq_", 6);
+}
+
+/* "1,234,567" -> 1234567 */
+static double cg_num(const char *s)
+{
+	char num[32];
+	unsigned int j = 0;
+
+	for (; *s && j < sizeof(num) - 1; s++)
+		if (*s != ',')
+			num[j++] = *s;
+	num[j] = '\0';
+	return atof(num);
+}
+
+/*
+ * From the newest dump of the app: instructions under vsock_dev_poll (inclusive) in
+ * @p *poll, those of the virtqueue code alone (cg_ring_code()) in @p *ring, and the calls
+ * of vsock_dev_poll (worker rounds) in @p *rounds; -1 if absent.
+ */
+static void cg_read_ir(double *poll, double *ring, double *rounds)
+{
+	char cmd[640], line[512];
+	double calls = 0;
 	FILE *p;
 
+	*poll = *ring = *rounds = -1;
 	snprintf(cmd, sizeof(cmd),
 		 "f=$(ls -t ${VSOCK_PERF_CG_DIR:-.}/callgrind.out.%d* 2>/dev/null | head -1); "
-		 "[ -n \"$f\" ] && callgrind_annotate --inclusive=yes \"$f\" 2>/dev/null",
+		 "[ -n \"$f\" ] && { callgrind_annotate --inclusive=yes --tree=caller --auto=no "
+		 "--threshold=100 \"$f\" | sed 's/^/I /'; callgrind_annotate --inclusive=no "
+		 "--auto=no --threshold=100 \"$f\" | sed 's/^/S /'; } 2>/dev/null",
 		 (int)env.dp.app.pid);
 	p = popen(cmd, "r");
 	if (p == NULL)
-		return -1;
+		return;
+	/*
+	 * "S <count> (<share>%)  <file>:<function> [<object>]": self cost. The caller tree
+	 * ("I") has per function its callers, "<count> (<share>%)  < <file>:<caller> (<n>x)",
+	 * then the function, "<count> (<share>%)  *  <file>:<function>": inclusive cost.
+	 */
 	while (fgets(line, sizeof(line), p)) {
-		char num[64];
-		unsigned int i, j = 0;
+		char num[32], mark[4], where[400], times[32], *fn;
+		int k;
 
-		if (!strstr(line, "vsock_dev_poll ") && !strstr(line, ":vsock_dev_poll"))
+		k = sscanf(line + 2, "%31s (%*[^)]) %3s %399s (%31[0-9,]x)", num, mark, where,
+			   times);
+		if (k < 2 || num[0] < '0' || num[0] > '9')
 			continue;
-		for (i = 0; line[i] && line[i] != ' ' && j < sizeof(num) - 1; i++)
-			if (line[i] != ',')
-				num[j++] = line[i];
-		num[j] = '\0';
-		ir = atof(num);
-		break;
+		if (line[0] == 'I' && k == 4 && !strcmp(mark, "<")) {
+			calls += cg_num(times);
+			continue;
+		}
+		if (line[0] == 'S') {
+			/* No mark in the flat list: the word after the share is the place. */
+			if (sscanf(line + 2, "%*s (%*[^)]) %399s", where) != 1)
+				continue;
+		} else if (k < 3 || strcmp(mark, "*")) {
+			calls = 0;
+			continue;
+		}
+		fn = strrchr(where, ':');
+		if (fn == NULL) {
+			calls = 0;
+			continue;
+		}
+		*fn++ = '\0';
+		if (line[0] == 'I' && *poll < 0 && !strcmp(fn, "vsock_dev_poll")) {
+			*poll = cg_num(num);
+			*rounds = calls;
+		} else if (line[0] == 'S' && cg_ring_code(where, fn)) {
+			*ring = (*ring < 0 ? 0 : *ring) + cg_num(num);
+		}
+		calls = 0;
 	}
 	pclose(p);
-	return ir;
+}
+
+/*
+ * After a case, its connections open and nothing moving: what a round that finds nothing
+ * costs, from a dump of such rounds alone. The window's rounds that moved nothing (the
+ * worker spins while this process waits for callgrind_control, or is descheduled) are then
+ * taken out of its figures: what remains is the cost of moving packets.
+ */
+static void cg_busy_only(struct result *r)
+{
+	double ir, ring, rounds, idle;
+
+	if (r->cg_ir < 0 || r->cg_rounds < 0 || r->vq_pkts == 0)
+		return;
+	r->ir_all_pkt = r->cg_ir / (double)r->vq_pkts;
+	cg_cmd("-z");
+	usleep(300000);
+	cg_cmd("-d");
+	cg_read_ir(&ir, &ring, &rounds);
+	if (ir < 0 || rounds <= 0)
+		return;
+	idle = RTE_MAX(r->cg_rounds - (double)r->busy_rounds, 0.0);
+	r->idle_round_ir = ir / rounds;
+	r->ir_pkt = (r->cg_ir - idle * r->idle_round_ir) / (double)r->vq_pkts;
+	if (r->cg_ring >= 0)
+		r->ring_ir_pkt = (r->cg_ring - idle * RTE_MAX(ring, 0.0) / rounds) /
+				 (double)r->vq_pkts;
 }
 
 /* ---- cases ---- */
@@ -758,11 +872,16 @@ static void window_end(struct result *r, const struct perf_counters *c0)
 	csys = syscalls_stop(PS_CLIENT, &cepolls);
 	sys = syscalls_stop(PS_WORKER, &epolls);
 
-	if (plan.callgrind) {
+	if (plan.callgrind)
 		cg_cmd("-d");
-		r->ir_pkt = -1;
-	}
 	counters_read(&c1);
+	if (!c0->ok || !c1.ok) {
+		/* No per-packet figure rather than a wrong one: the medians skip it. */
+		r->vq_pkts = 0;
+		r->cyc_pkt = r->idx_pkt = r->irq_pkt = r->kick_pkt = NAN;
+		fprintf(stderr, "vsock-perf: the backend's counters could not be read\n");
+		return;
+	}
 	r->vq_pkts = c1.vq_pkts - c0->vq_pkts;
 	r->cyc_pkt = per(c1.busy_cycles - c0->busy_cycles, c1.cycles_pkts - c0->cycles_pkts);
 	r->idx_pkt = per(c1.idx - c0->idx, r->vq_pkts);
@@ -773,11 +892,9 @@ static void window_end(struct result *r, const struct perf_counters *c0)
 	r->csys = csys >= 0 ? csys + RTE_MAX(cepolls, 0L) : -1;
 	r->csys_pkt = r->csys >= 0 ? per((uint64_t)r->csys, r->vq_pkts) : -1;
 	r->epoll_pkt = epolls >= 0 ? per((uint64_t)epolls, r->vq_pkts) : -1;
-	if (plan.callgrind) {
-		double ir = cg_poll_ir();
-
-		r->ir_pkt = ir >= 0 ? per((uint64_t)ir, r->vq_pkts) : -1;
-	}
+	r->busy_rounds = c1.busy_rounds - c0->busy_rounds;
+	if (plan.callgrind)
+		cg_read_ir(&r->cg_ir, &r->cg_ring, &r->cg_rounds);
 }
 
 static void run_stream(struct result *r)
@@ -932,6 +1049,31 @@ static void run_rr(struct result *r)
 	}
 }
 
+/*
+ * The frontend and its guest driver on the backend's socket, with the variant's ring layout
+ * (dp_attach_quiet() would take it from VFE_RING and print a TAP line per attach).
+ */
+static int attach(const struct vfe_vsock_conf *vc, const struct vfe_guest_conf *gc,
+		  struct result *r)
+{
+	int rc = vfe_vsock_attach(&env.dp.v, env.dp.sock, vc);
+
+	if (rc < 0) {
+		snprintf(r->err, sizeof(r->err), "attach: %s: %.100s", strerror(-rc),
+			 env.dp.v.conn.err);
+		return rc;
+	}
+	rc = vfe_guest_init(&env.dp.g, &env.dp.v, gc);
+	if (rc < 0) {
+		snprintf(r->err, sizeof(r->err), "guest driver: %s", strerror(-rc));
+		vfe_guest_fini(&env.dp.g);
+		vfe_vsock_close(&env.dp.v);
+		return rc;
+	}
+	env.dp.attached = true;
+	return 0;
+}
+
 static bool native_running(void)
 {
 	struct vsock_pmd_vm_info info;
@@ -941,7 +1083,9 @@ static bool native_running(void)
 
 static void run_case(struct result *r)
 {
-	struct vfe_vsock_conf vc = { .ring_size = plan.ring, .mem = { .size = 64u << 20 } };
+	bool packed = plan.variants[r->variant].ring == R_PACKED;
+	struct vfe_vsock_conf vc = { .ring_size = plan.ring, .mem = { .size = 64u << 20 },
+				     .packed = packed };
 	struct vfe_guest_conf gc = guest_conf(r->mode, r->payload);
 	char cmd[64];
 	long rss0;
@@ -953,9 +1097,14 @@ static void run_case(struct result *r)
 		snprintf(r->err, sizeof(r->err), "the app refused '%s'", cmd);
 		return;
 	}
-	rc = dp_attach_quiet(&env.dp, &vc, &gc);
-	if (rc < 0) {
-		snprintf(r->err, sizeof(r->err), "attach: %s", strerror(-rc));
+	if (attach(&vc, &gc, r) < 0)
+		return;
+	/* A case labelled packed must have run on packed rings: the JSON says so. */
+	if (env.dp.v.vq[0].packed != packed ||
+	    !!(env.dp.v.features & (1ULL << VIRTIO_F_RING_PACKED)) != packed) {
+		snprintf(r->err, sizeof(r->err), "asked for %s rings, features %#llx",
+			 ring_name[packed], (unsigned long long)env.dp.v.features);
+		dp_detach(&env.dp);
 		return;
 	}
 	/* The engine takes the device over asynchronously; connect refuses until then. */
@@ -968,14 +1117,19 @@ static void run_case(struct result *r)
 		unsigned int q;
 
 		/*
-		 * A polling guest wants no interrupts: used_event parked a full lap behind, so
-		 * the app signals once per 65536 entries at most.
+		 * A polling guest wants no interrupts. Split: used_event parked a full lap
+		 * behind, so the app signals once per 65536 entries at most. Packed: the
+		 * driver event structure says DISABLE, as Linux's virtqueue_disable_cb() does
+		 * (an off_wrap behind would come round again every two laps of the ring).
 		 */
 		for (q = 0; q < VFE_VSOCK_NQ; q++) {
 			struct vfe_vq *vq = &env.dp.v.vq[q];
 
 			vq->track_used_event = false;
-			vfe_vq_set_used_event(vq, (uint16_t)(vq->last_used - 1));
+			if (vq->packed)
+				vfe_vq_set_no_interrupt(vq, true);
+			else
+				vfe_vq_set_used_event(vq, (uint16_t)(vq->last_used - 1));
 		}
 	}
 	/* Anonymous memory only: the guest's memory the app writes into is shared, not its own. */
@@ -989,6 +1143,8 @@ static void run_case(struct result *r)
 	} else {
 		run_stream(r);
 	}
+	if (plan.callgrind && rc >= 0)
+		cg_busy_only(r);
 	close_conns(r->conns);
 	dp_detach(&env.dp);
 }
@@ -1083,6 +1239,12 @@ static bool run_variant(unsigned int v, unsigned int rep)
 					r->csys = -1;
 					r->epoll_pkt = -1;
 					r->ir_pkt = -1;
+					r->ring_ir_pkt = -1;
+					r->ir_all_pkt = -1;
+					r->idle_round_ir = -1;
+					r->cg_ir = -1;
+					r->cg_ring = -1;
+					r->cg_rounds = -1;
 					run_case(r);
 					fprintf(stderr, "  %-9s rep %u %-3s %6u B burst %3u "
 						"conns %4u: %8.3f Mpps %7.2f Gbit/s%s%s\n",
@@ -1127,7 +1289,8 @@ static double med(unsigned int v, const struct result *k, size_t f)
 		const struct result *r = &results[i];
 
 		if (r->variant == v && r->mode == k->mode && r->payload == k->payload &&
-		    r->burst == k->burst && r->conns == k->conns && r->ok)
+		    r->burst == k->burst && r->conns == k->conns && r->ok &&
+		    !isnan(*(const double *)((const char *)r + f)))
 			vals[n++] = *(const double *)((const char *)r + f);
 	}
 	return median(vals, n);
@@ -1163,6 +1326,36 @@ static bool same_case(const struct result *a, const struct result *b)
 	       a->conns == b->conns;
 }
 
+static double field(const struct result *r, size_t f)
+{
+	return *(const double *)((const char *)r + f);
+}
+
+/*
+ * Median over the repetitions of the second variant's field @p f over the first's in the
+ * same repetition (run next to each other): the machine changes speed from one minute to
+ * the next here, a pair mostly shares one state of it where the medians of each may not.
+ */
+static double paired_ratio(const struct result *k, size_t f)
+{
+	double vals[100];
+	unsigned int i, j, n = 0;
+
+	for (i = 0; i < nb_results; i++) {
+		const struct result *a = &results[i];
+
+		if (a->variant != 0 || !a->ok || !same_case(a, k))
+			continue;
+		for (j = 0; j < nb_results && n < RTE_DIM(vals); j++) {
+			const struct result *b = &results[j];
+
+			if (b->variant == 1 && b->rep == a->rep && b->ok && same_case(b, k))
+				vals[n++] = field(b, f) / field(a, f);
+		}
+	}
+	return median(vals, n);
+}
+
 static void print_table(FILE *f)
 {
 	unsigned int i, j, v;
@@ -1172,10 +1365,12 @@ static void print_table(FILE *f)
 		fprintf(f, " | %-9s %8s %8s %7s %7s", plan.variants[v].name, "Mpps", "Gbit/s",
 			"p50us", "p99us");
 	if (plan.nb_variants > 1)
-		fprintf(f, " | %s/%s", plan.variants[1].name, plan.variants[0].name);
+		fprintf(f, " | %s/%s, pairs", plan.variants[1].name, plan.variants[0].name);
 	for (v = 0; v < plan.nb_variants && v < 2; v++)
-		fprintf(f, " | %6s %6s %6s %6s %6s %6s", "cyc/pk", "idx/pk", "irq/pk", "sys/pk",
-			"epl/pk", "csys");
+		fprintf(f, " | %6s %6s %6s %6s %6s %6s%s", "cyc/pk", "idx/pk", "irq/pk", "sys/pk",
+			"epl/pk", "csys", plan.callgrind ? "    Ir/pk ringIr/pk" : "");
+	if (plan.callgrind && plan.nb_variants > 1)
+		fprintf(f, " | Ir 2nd/1st, ring");
 	fprintf(f, "\n");
 	for (i = 0; i < nb_results; i++) {
 		const struct result *k = &results[i];
@@ -1201,9 +1396,10 @@ static void print_table(FILE *f)
 			double a = med(0, k, fld), b = med(1, k, fld);
 
 			/* Second variant over first: rate, or for rr the p50 RTT. */
-			fprintf(f, " | %6.2fx%s", b / a, rr ? " rtt" : "");
+			fprintf(f, " | %6.2fx %6.2fx%s", b / a, paired_ratio(k, fld),
+				rr ? " rtt" : "");
 		}
-		for (v = 0; v < plan.nb_variants && v < 2; v++)
+		for (v = 0; v < plan.nb_variants && v < 2; v++) {
 			fprintf(f, " | %6.0f %6.3f %6.3f %6.3f %6.3f %6.3f",
 				med(v, k, offsetof(struct result, cyc_pkt)),
 				med(v, k, offsetof(struct result, idx_pkt)),
@@ -1211,12 +1407,27 @@ static void print_table(FILE *f)
 				med(v, k, offsetof(struct result, sys_pkt)),
 				med(v, k, offsetof(struct result, epoll_pkt)),
 				med(v, k, offsetof(struct result, csys_pkt)));
+			if (plan.callgrind)
+				fprintf(f, " %8.0f %9.0f", med(v, k, offsetof(struct result, ir_pkt)),
+					med(v, k, offsetof(struct result, ring_ir_pkt)));
+		}
+		/* Instructions are what callgrind measures steadily: their ratios too. */
+		if (plan.callgrind && plan.nb_variants > 1)
+			fprintf(f, " | %9.3fx %6.3fx",
+				med(1, k, offsetof(struct result, ir_pkt)) /
+				med(0, k, offsetof(struct result, ir_pkt)),
+				med(1, k, offsetof(struct result, ring_ir_pkt)) /
+				med(0, k, offsetof(struct result, ring_ir_pkt)));
 		fprintf(f, "\n");
 	}
-	fprintf(f, "(per packet, first and second variant: busy-round cycles, used->idx stores, "
-		"guest interrupts,\n worker syscalls other than epoll_wait, epoll_waits with idle "
-		"rounds, syscalls of the client\n thread (guest driver and host end); -1: not "
-		"measured)\n");
+	fprintf(f, "(per packet, first and second variant: busy-round cycles, used->idx stores "
+		"(packed: used\n publications), guest interrupts, worker syscalls other than "
+		"epoll_wait, epoll_waits with\n idle rounds, syscalls of the client thread (guest "
+		"driver and host end)%s; -1: not\n measured)\n",
+		plan.callgrind ? ",\n instructions of vsock_dev_poll and of the virtqueue code "
+		"alone (callgrind)" : "");
+	if (plan.nb_variants > 1)
+		fprintf(f, "(ratios: of the medians, then the median of each repetition's pair)\n");
 	if (plan.refs) {
 		fprintf(f, "\nreference limits (same run, app stopped): cache line round trip "
 			"CPU0<->CPU1 %.0f ns\n", refs.cl_rtt_ns);
@@ -1273,6 +1484,9 @@ static void write_json(const char *path)
 	fprintf(f, "], \"hosts\": [");
 	for (v = 0; v < plan.nb_variants; v++)
 		fprintf(f, "%s\"%s\"", v ? ", " : "", host_name[plan.variants[v].host]);
+	fprintf(f, "], \"rings\": [");
+	for (v = 0; v < plan.nb_variants; v++)
+		fprintf(f, "%s\"%s\"", v ? ", " : "", ring_name[plan.variants[v].ring]);
 	fprintf(f, "]},\n  \"rss_default_kib\": %ld,\n", rss_default_kib);
 	if (plan.refs) {
 		fprintf(f, "  \"refs\": {\"cacheline_rtt_ns\": %.1f, \"by_payload\": [",
@@ -1288,10 +1502,11 @@ static void write_json(const char *path)
 	for (i = 0; i < nb_results; i++) {
 		const struct result *r = &results[i];
 
-		fprintf(f, "    {\"variant\": \"%s\", \"host\": \"%s\", \"rep\": %u, "
-			"\"direction\": \"%s\", \"payload\": %u, \"burst\": %u, \"conns\": %u, "
-			"\"ok\": %s, ", plan.variants[r->variant].name,
-			host_name[plan.variants[r->variant].host], r->rep, mode_name[r->mode],
+		fprintf(f, "    {\"variant\": \"%s\", \"host\": \"%s\", \"ring\": \"%s\", "
+			"\"rep\": %u, \"direction\": \"%s\", \"payload\": %u, \"burst\": %u, "
+			"\"conns\": %u, \"ok\": %s, ", plan.variants[r->variant].name,
+			host_name[plan.variants[r->variant].host],
+			ring_name[plan.variants[r->variant].ring], r->rep, mode_name[r->mode],
 			r->payload, r->burst, r->conns, r->ok ? "true" : "false");
 		fprintf(f, "\"error\": \"%s\", \"seconds\": %.4f, \"bytes\": %llu, ",
 			r->ok ? "" : r->err, r->secs, (unsigned long long)r->bytes);
@@ -1312,6 +1527,16 @@ static void write_json(const char *path)
 			 true);
 		json_num(f, "client_syscalls", r->csys >= 0 ? (double)r->csys : NAN, true);
 		json_num(f, "instructions_per_packet", r->ir_pkt >= 0 ? r->ir_pkt : NAN, true);
+		json_num(f, "ring_instructions_per_packet",
+			 r->ring_ir_pkt >= 0 ? r->ring_ir_pkt : NAN, true);
+		json_num(f, "instructions_per_packet_all_rounds",
+			 r->ir_all_pkt >= 0 ? r->ir_all_pkt : NAN, true);
+		json_num(f, "idle_round_instructions",
+			 r->idle_round_ir >= 0 ? r->idle_round_ir : NAN, true);
+		json_num(f, "busy_rounds_per_packet", r->cg_rounds >= 0 ?
+			 per(r->busy_rounds, r->vq_pkts) : NAN, true);
+		json_num(f, "rounds_per_packet", r->cg_rounds >= 0 ?
+			 r->cg_rounds / (double)RTE_MAX(r->vq_pkts, 1ull) : NAN, true);
 		json_num(f, "app_rss_bytes_per_conn", r->rss_per_conn, false);
 		fprintf(f, "}%s\n", i + 1 < nb_results ? "," : "");
 	}
@@ -1332,14 +1557,19 @@ static void usage(void)
 	       "                    (default 64,256,1024,4096,16384,65536)\n"
 	       "  --bursts LIST     app burst sizes, 1..256 (default 32)\n"
 	       "  --conns LIST      connections, 1..1023 (default 1)\n"
+	       "  --rings LIST      ring layouts the guest asks for, crossed with the variants\n"
+	       "                    and host ends and run alternately: split (default), packed\n"
 	       "  --variants LIST   app variants run alternately: batch, per-entry, poll, notify\n"
-	       "                    (default batch); the ratio column is 2nd/1st\n"
+	       "                    (default batch); the ratio columns are 2nd/1st, of the\n"
+	       "                    medians and the median of each repetition's pair\n"
 	       "  --reps N          repetitions of every variant (default 3)\n"
 	       "  --time S          seconds per measured case (default 1)\n"
 	       "  --ring N          entries per ring (default 128, QEMU's)\n"
 	       "  --refs            measure the reference limits first\n"
 	       "  --syscalls        count the worker's and this thread's syscalls (perf stat)\n"
-	       "  --callgrind       the app runs under callgrind (VSOCK_PERF_CG_DIR): Ir/packet\n"
+	       "  --callgrind       the app runs under callgrind (VSOCK_PERF_CG_DIR): instructions\n"
+	       "                    per packet in the rounds that moved packets, of the whole\n"
+	       "                    poll and of the virtqueue code\n"
 	       "  --guest-irq       the guest asks for an interrupt per used entry, as Linux's\n"
 	       "                    driver; default: a polling guest that asks for none\n"
 	       "  --json FILE       one record per case\n"
@@ -1371,29 +1601,26 @@ static unsigned int parse_list(const char *s, unsigned int *out, unsigned int lo
 }
 
 /*
- * Every variant with every host end, the host ends adjacent (uds, native, uds, native ...
- * when alternated): the ratio column is then native over uds.
+ * Every variant with every host end and ring layout, the ring layouts adjacent and then the
+ * host ends (split, packed, split, packed ... or uds, native, uds, native ... when
+ * alternated): the ratio column is then packed over split, or native over uds. A name says
+ * what varies: "native/batch", "packed", "uds/packed".
  */
-static void cross_hosts(void)
+static void cross_axes(void)
 {
 	struct variant base[MAX_VARIANTS];
-	unsigned int i, h, nb = plan.nb_variants, nb_hosts = 0;
+	unsigned int i, h, k, nb = plan.nb_variants, nb_hosts = 0, nb_rings = 0;
 
 	for (h = 0; h < H_NB; h++)
 		nb_hosts += plan.hosts[h];
+	for (k = 0; k < R_NB; k++)
+		nb_rings += plan.rings[k];
 	memcpy(base, plan.variants, sizeof(base));
 	plan.nb_variants = 0;
 	for (i = 0; i < nb; i++) {
 		for (h = 0; h < H_NB; h++) {
-			struct variant *v = &plan.variants[plan.nb_variants];
-
 			if (!plan.hosts[h])
 				continue;
-			if (plan.nb_variants == MAX_VARIANTS) {
-				fprintf(stderr, "vsock-perf: at most %d variants with host ends\n",
-					MAX_VARIANTS);
-				exit(2);
-			}
 			/*
 			 * A sleeping worker wakes on guest kicks and host sockets only, not on
 			 * the native API's rings: it would see the host program every 10 ms.
@@ -1403,14 +1630,34 @@ static void cross_hosts(void)
 					"worker and without callgrind\n");
 				exit(2);
 			}
-			*v = base[i];
-			v->host = (enum host)h;
-			if (nb_hosts > 1 && nb > 1)
-				snprintf(v->name, sizeof(v->name), "%.6s/%.24s", host_name[h],
-					 base[i].name);
-			else if (nb_hosts > 1)
-				snprintf(v->name, sizeof(v->name), "%s", host_name[h]);
-			plan.nb_variants++;
+			for (k = 0; k < R_NB; k++) {
+				struct variant *v = &plan.variants[plan.nb_variants];
+				char what[24] = "";
+
+				if (!plan.rings[k])
+					continue;
+				if (plan.nb_variants == MAX_VARIANTS) {
+					fprintf(stderr, "vsock-perf: at most %d variants with host ends "
+						"and ring layouts\n", MAX_VARIANTS);
+					exit(2);
+				}
+				*v = base[i];
+				v->host = (enum host)h;
+				v->ring = (enum ring)k;
+				if (nb_hosts > 1 && nb > 1)
+					snprintf(what, sizeof(what), "%.6s/%.16s", host_name[h],
+						 base[i].name);
+				else if (nb_hosts > 1)
+					snprintf(what, sizeof(what), "%s", host_name[h]);
+				else if (nb > 1 || nb_rings == 1)
+					snprintf(what, sizeof(what), "%.23s", base[i].name);
+				if (nb_rings > 1)
+					snprintf(v->name, sizeof(v->name), "%s%s%s", what,
+						 what[0] ? "/" : "", ring_name[k]);
+				else
+					snprintf(v->name, sizeof(v->name), "%s", what);
+				plan.nb_variants++;
+			}
 		}
 	}
 }
@@ -1424,7 +1671,8 @@ static void parse_args(int argc, char **argv)
 		{ "time", 1, NULL, 't' }, { "ring", 1, NULL, 'R' }, { "refs", 0, NULL, 'f' },
 		{ "syscalls", 0, NULL, 's' }, { "callgrind", 0, NULL, 'g' },
 		{ "json", 1, NULL, 'j' }, { "guest-irq", 0, NULL, 'I' },
-		{ "smoke", 0, NULL, 'S' }, { "host", 1, NULL, 'H' }, { "help", 0, NULL, 'h' },
+		{ "smoke", 0, NULL, 'S' }, { "host", 1, NULL, 'H' }, { "rings", 1, NULL, 'L' },
+		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned int i, ring = 128, reps = 3;
@@ -1438,6 +1686,7 @@ static void parse_args(int argc, char **argv)
 	plan.variants[0] = known_variants[0];
 	plan.nb_variants = 1;
 	plan.hosts[H_UDS] = true;
+	plan.rings[R_SPLIT] = true;
 	plan.secs = 1;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
@@ -1518,6 +1767,19 @@ static void parse_args(int argc, char **argv)
 				plan.hosts[i] = true;
 			}
 			break;
+		case 'L':
+			memset(plan.rings, 0, sizeof(plan.rings));
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				for (i = 0; i < R_NB && strcmp(t, ring_name[i]); i++)
+					;
+				if (i == R_NB) {
+					fprintf(stderr, "vsock-perf: unknown ring layout '%s'\n", t);
+					exit(2);
+				}
+				plan.rings[i] = true;
+			}
+			break;
 		case 'h':
 			usage();
 			exit(0);
@@ -1533,7 +1795,11 @@ static void parse_args(int argc, char **argv)
 	}
 	plan.ring = (uint16_t)ring;
 	plan.reps = reps;
-	cross_hosts();
+	cross_axes();
+	if (plan.nb_variants == 0) {
+		fprintf(stderr, "vsock-perf: no host end or no ring layout\n");
+		exit(2);
+	}
 }
 
 /* The CI check: every mode once, briefly, each variant; everything verified. */
@@ -1548,7 +1814,7 @@ static int smoke(void)
 		       "(%.3f Mpps)%s%s", plan.variants[r->variant].name, mode_name[r->mode],
 		       r->payload, r->burst, r->conns, (unsigned long long)r->bytes, r->mpps,
 		       r->ok ? "" : ": ", r->ok ? "" : r->err);
-		if (r->mode != M_RR && !strcmp(plan.variants[r->variant].name, "per-entry"))
+		if (r->mode != M_RR && plan.variants[r->variant].per_entry)
 			tap_ok(r->idx_pkt > 0.999 && r->idx_pkt < 1.001, "per-entry %s %u B: one "
 			       "used->idx store per packet (%.4f)", mode_name[r->mode], r->payload,
 			       r->idx_pkt);
