@@ -322,25 +322,22 @@ void virtq_packed_flush(struct virtq *vq)
 	if (n == 0)
 		return;
 	/*
-	 * Write order: (1) id and len of every entry; (2) the flags of entries
-	 * 1..n-1, each a release store so that it never shows before its own id
-	 * and len; (3) the first entry's flags, last, with release. The driver
-	 * polls only its next used position, the first entry's, and reads its
-	 * flags before anything else of the batch (then a read barrier): until
-	 * (3) lands it sees none of the batch, after it all of it.
+	 * Write order, in one pass: id and len of every entry, each entry's flags
+	 * but the first's right after its own id and len (release: never before
+	 * them), and the first entry's flags last, with release. The driver polls
+	 * only its next used position, the first entry's, and reads its flags
+	 * before anything else of the batch (then a read barrier): until that
+	 * last store lands it sees none of the batch, after it all of it.
 	 */
 	for (i = 0; i < n; i++) {
 		struct vring_packed_desc *d = &vq->pdesc[pos_idx(pos)];
 
 		d->id = htole16(e[i].id);
 		d->len = htole32(e[i].len);
+		if (i)
+			__atomic_store_n(&d->flags, htole16(used_flags(pos, e[i].len)),
+					 __ATOMIC_RELEASE);
 		adv += e[i].ndescs;
-		pos = pos_add(pos, e[i].ndescs, vq->size);
-	}
-	pos = pos_add(first, e[0].ndescs, vq->size);
-	for (i = 1; i < n; i++) {
-		__atomic_store_n(&vq->pdesc[pos_idx(pos)].flags,
-				 htole16(used_flags(pos, e[i].len)), __ATOMIC_RELEASE);
 		pos = pos_add(pos, e[i].ndescs, vq->size);
 	}
 	__atomic_store_n(&vq->pdesc[pos_idx(first)].flags, htole16(used_flags(first, e[0].len)),
