@@ -414,3 +414,57 @@ rg_hdr(uint16_t op, uint32_t gport, uint32_t hport)
 		.buf_alloc = 256 * 1024,
 	};
 }
+
+struct hu_flip
+hu_flip_choose(uint64_t r, bool benign, uint16_t ring, const uint64_t good_gpa[8])
+{
+	static const uint32_t lens[] = { 44, 0, 0xffffffffu, 20, 4096, 1u << 31, 64, 100000 };
+	/* rx: any room for a header within the buffer; tx: header alone or with spare bytes. */
+	static const uint32_t ok_len[2][4] = {
+		{ 44, 64, 2048, RG_RX_LEN }, { 44, 64, 4096, 60000 } };
+	struct hu_flip w = {
+		.queue = (unsigned int)(r & 1), .desc = (uint16_t)((r >> 1) & (ring - 1)),
+		.field = HU_FLIP_LEN,
+	};
+
+	if (benign) {
+		w.value = ok_len[r & 1][(r >> 8) & 3];
+		return w;
+	}
+	/* Mostly valid values, so that many chains are walked while they change. */
+	if ((r >> 40) & 3) {
+		w.value = (r & 1) ? 44 : 64;
+		return w;
+	}
+	switch ((r >> 16) & 3) {
+	case 0:
+		w.field = HU_FLIP_ADDR;
+		switch ((r >> 8) & 7) {
+		case 0:
+			w.value = RG_FAR_AWAY;
+			break;
+		case 1:
+			w.value = RG_REGION0_END - 8;
+			break;
+		case 2:
+			w.value = UINT64_MAX - 4;
+			break;
+		default:
+			w.value = good_gpa[(r >> 12) & 7];
+			break;
+		}
+		break;
+	case 1:
+		w.value = lens[(r >> 20) & 7];
+		break;
+	case 2:
+		w.field = HU_FLIP_FLAGS;
+		w.value = (r >> 24) & 7;
+		break;
+	default:
+		w.field = HU_FLIP_INDEX;
+		w.value = (r >> 28) & 0xff;
+		break;
+	}
+	return w;
+}

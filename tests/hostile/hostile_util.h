@@ -33,6 +33,11 @@
 #define RG_RX_LEN 4096u
 #define RG_TX_LEN (44u + 65536u)
 #define RG_LOG_MAX 4096
+/* Guest-physical layout of rg_conf_default's memory: two 16 MiB regions, 1 MiB hole. */
+#define RG_REGION0_END (16ull << 20)
+#define RG_MEM_END (33ull << 20)
+/** An address far beyond any guest memory. */
+#define RG_FAR_AWAY (1ull << 40)
 /** Cookie of a tx chain a test built itself: its completion frees no raw guest buffer. */
 #define RG_FOREIGN ((void *)(uintptr_t)0xffffffu)
 
@@ -154,5 +159,30 @@ bool rg_is_rst_from(const struct rawg *g, int k, uint64_t src_cid, uint32_t gpor
 
 /** A REQUEST (or another op) from the raw guest: src 3:@p gport, dst 2:@p hport, stream. */
 struct vfe_vsock_pkt rg_hdr(uint16_t op, uint32_t gport, uint32_t hport);
+
+/** The descriptor field a rewrite writes (hu_flip_choose()). */
+enum hu_flip_field {
+	HU_FLIP_ADDR,
+	HU_FLIP_LEN,
+	HU_FLIP_FLAGS,	/* NEXT, WRITE and INDIRECT, any mix */
+	HU_FLIP_INDEX,	/* a descriptor index: next (split) or buffer id (packed) */
+};
+
+/** One rewrite of a descriptor while the app may be walking it. */
+struct hu_flip {
+	unsigned int queue;	/* VFE_VSOCK_RX or VFE_VSOCK_TX */
+	uint16_t desc;		/* its index in that ring */
+	enum hu_flip_field field;
+	uint64_t value;		/* host byte order */
+};
+
+/**
+ * The rewrite that random word @p r picks on rings of @p ring entries (a power of 2), for a
+ * test to apply to its own descriptor layout. Mostly lengths that keep chains valid, so that
+ * many chains are walked while they change; otherwise an address (outside guest memory,
+ * across region 0's end, wrapping, or one of @p good_gpa), a length (impossible ones
+ * included), flags or an index. @p benign: only lengths that keep every chain valid.
+ */
+struct hu_flip hu_flip_choose(uint64_t r, bool benign, uint16_t ring, const uint64_t good_gpa[8]);
 
 #endif /* TESTS_HOSTILE_HOSTILE_UTIL_H */

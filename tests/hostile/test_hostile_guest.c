@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "hostile_util.h"
+#include "pattern.h"
 #include "tap.h"
 
 #define MS 3000
@@ -34,10 +35,6 @@ static uint32_t next_gport = 20000;
  * low indices first). */
 static uint16_t ring = RING_DEFAULT;
 static uint16_t bad = RING_DEFAULT / 2;
-
-/* Guest-physical layout of the default raw guest memory: two 16 MiB regions, 1 MiB hole. */
-#define REGION0_END (16ull << 20)
-#define FAR_AWAY (1ull << 40)
 
 static void
 setd(struct vfe_vq *q, uint16_t i, uint64_t addr, uint32_t len, uint16_t flags, uint16_t next)
@@ -291,7 +288,7 @@ b_ind_len_huge(struct vfe_vq *q)
 static void
 b_ind_outside(struct vfe_vq *q)
 {
-	setd(q, bad, FAR_AWAY, 4 * 16, VRING_DESC_F_INDIRECT, 0);
+	setd(q, bad, RG_FAR_AWAY, 4 * 16, VRING_DESC_F_INDIRECT, 0);
 	vfe_vq_push_avail(q, bad);
 }
 
@@ -299,7 +296,7 @@ static void
 b_ind_gap(struct vfe_vq *q)
 {
 	/* Starts in region 0, ends in the hole after it. */
-	setd(q, bad, REGION0_END - 32, 4 * 16, VRING_DESC_F_INDIRECT, 0);
+	setd(q, bad, RG_REGION0_END - 32, 4 * 16, VRING_DESC_F_INDIRECT, 0);
 	vfe_vq_push_avail(q, bad);
 }
 
@@ -310,7 +307,7 @@ b_ind_entry_outside(struct vfe_vq *q)
 	struct vring_desc *t = table(2, &tg);
 
 	sett(t, 0, buf_gpa(), 44, VRING_DESC_F_NEXT, 1);
-	sett(t, 1, FAR_AWAY, 100, 0, 0);
+	sett(t, 1, RG_FAR_AWAY, 100, 0, 0);
 	setd(q, bad, tg, 2 * 16, VRING_DESC_F_INDIRECT, 0);
 	vfe_vq_push_avail(q, bad);
 }
@@ -332,14 +329,14 @@ b_pieces(struct vfe_vq *q)
 static void
 b_outside(struct vfe_vq *q)
 {
-	setd(q, bad, FAR_AWAY, 44, 0, 0);
+	setd(q, bad, RG_FAR_AWAY, 44, 0, 0);
 	vfe_vq_push_avail(q, bad);
 }
 
 static void
 b_gap(struct vfe_vq *q)
 {
-	setd(q, bad, REGION0_END - 16, 64, 0, 0);
+	setd(q, bad, RG_REGION0_END - 16, 64, 0, 0);
 	vfe_vq_push_avail(q, bad);
 }
 
@@ -348,7 +345,7 @@ b_gap_second(struct vfe_vq *q)
 {
 	/* A good header piece, then a piece in the hole between the regions. */
 	setd(q, bad, buf_gpa(), 44, VRING_DESC_F_NEXT, bad + 1);
-	setd(q, bad + 1, REGION0_END + 4096, 100, 0, 0);
+	setd(q, bad + 1, RG_REGION0_END + 4096, 100, 0, 0);
 	vfe_vq_push_avail(q, bad);
 }
 
@@ -523,7 +520,7 @@ rx_outside(struct vfe_vq *q)
 {
 	uint16_t h = le16toh(q->avail->ring[q->last_used & (ring - 1)]);
 
-	q->desc[h].addr = htole64(REGION0_END - 100);
+	q->desc[h].addr = htole64(RG_REGION0_END - 100);
 }
 
 static const struct ring_case rx_cases[] = {
@@ -570,73 +567,32 @@ struct flipper {
 	uint64_t flips;
 };
 
-static uint64_t
-xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static void *
 flip_main(void *arg)
 {
-	static const uint32_t lens[] = { 44, 0, 0xffffffffu, 20, 4096, 1u << 31, 64, 100000 };
 	struct flipper *f = arg;
-	uint64_t s = 0x9e3779b97f4a7c15ull;
+	uint64_t r = PATTERN_SEED_DEFAULT;
 
 	while (!f->stop) {
-		uint64_t r = xorshift(&s);
-		struct vring_desc *d = &f->desc[r & 1][(r >> 1) & (ring - 1)];
-		uint64_t addr;
+		struct hu_flip w;
+		struct vring_desc *d;
 
-		if (f->benign) {
-			/* tx: header alone or with spare bytes; rx: any room for a header. */
-			static const uint32_t ok_len[2][4] = {
-				{ 44, 64, 2048, RG_RX_LEN }, { 44, 64, 4096, 60000 } };
-
-			__atomic_store_n(&d->len, htole32(ok_len[r & 1][(r >> 8) & 3]),
-				__ATOMIC_RELAXED);
-			f->flips++;
-			continue;
-		}
-		/* Mostly valid values, so that many chains are walked while they change. */
-		if ((r >> 40) & 3) {
-			__atomic_store_n(&d->len, htole32((r & 1) ? 44 : 64), __ATOMIC_RELAXED);
-			f->flips++;
-			continue;
-		}
-
-		switch ((r >> 8) & 7) {
-		case 0:
-			addr = FAR_AWAY;
-			break;
-		case 1:
-			addr = REGION0_END - 8;
-			break;
-		case 2:
-			addr = UINT64_MAX - 4;
-			break;
-		default:
-			addr = f->good_gpa[(r >> 12) & 7];
-			break;
-		}
+		r = pattern_xorshift(r);
+		w = hu_flip_choose(r, f->benign, ring, f->good_gpa);
+		d = &f->desc[w.queue][w.desc];
 		/* Relaxed atomics: the app sees torn-free values changing at any moment. */
-		switch ((r >> 16) & 3) {
-		case 0:
-			__atomic_store_n(&d->addr, htole64(addr), __ATOMIC_RELAXED);
+		switch (w.field) {
+		case HU_FLIP_ADDR:
+			__atomic_store_n(&d->addr, htole64(w.value), __ATOMIC_RELAXED);
 			break;
-		case 1:
-			__atomic_store_n(&d->len, htole32(lens[(r >> 20) & 7]), __ATOMIC_RELAXED);
+		case HU_FLIP_LEN:
+			__atomic_store_n(&d->len, htole32((uint32_t)w.value), __ATOMIC_RELAXED);
 			break;
-		case 2:
-			__atomic_store_n(&d->flags, htole16((uint16_t)((r >> 24) & 7)),
-				__ATOMIC_RELAXED);
+		case HU_FLIP_FLAGS:
+			__atomic_store_n(&d->flags, htole16((uint16_t)w.value), __ATOMIC_RELAXED);
 			break;
-		default:
-			__atomic_store_n(&d->next, htole16((uint16_t)((r >> 28) & 0xff)),
-				__ATOMIC_RELAXED);
+		case HU_FLIP_INDEX:
+			__atomic_store_n(&d->next, htole16((uint16_t)w.value), __ATOMIC_RELAXED);
 			break;
 		}
 		f->flips++;

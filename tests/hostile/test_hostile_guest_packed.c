@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "hostile_util.h"
+#include "pattern.h"
 #include "tap.h"
 
 #define MS 3000
@@ -42,11 +43,6 @@
 
 #define F_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
 #define F_USED (1u << VRING_PACKED_DESC_F_USED)
-
-/* Guest-physical layout of rg_conf_default's memory: two 16 MiB regions, 1 MiB hole. */
-#define REGION0_END (16ull << 20)
-#define MEM_END (33ull << 20)
-#define FAR_AWAY (1ull << 40)
 
 static struct hu_env env;
 static struct rawg g;
@@ -323,26 +319,26 @@ typedef void (*build_fn)(struct vfe_vq *q);
 static void
 b_outside(struct vfe_vq *q)
 {
-	putd(q, 0, FAR_AWAY, 44, 0, good_id);
+	putd(q, 0, RG_FAR_AWAY, 44, 0, good_id);
 }
 
 static void
 b_gap(struct vfe_vq *q)
 {
-	putd(q, 0, REGION0_END - 16, 64, 0, good_id);
+	putd(q, 0, RG_REGION0_END - 16, 64, 0, good_id);
 }
 
 static void
 b_gap_second(struct vfe_vq *q)
 {
 	putd(q, 0, buf_gpa(), 44, VRING_DESC_F_NEXT, good_id);
-	putd(q, 1, REGION0_END + 4096, 100, 0, good_id);
+	putd(q, 1, RG_REGION0_END + 4096, 100, 0, good_id);
 }
 
 static void
 b_past_end(struct vfe_vq *q)
 {
-	putd(q, 0, MEM_END - 16, 32, 0, good_id);
+	putd(q, 0, RG_MEM_END - 16, 32, 0, good_id);
 }
 
 static void
@@ -471,14 +467,14 @@ b_ind_len_huge(struct vfe_vq *q)
 static void
 b_ind_outside(struct vfe_vq *q)
 {
-	putd(q, 0, FAR_AWAY, 4 * 16, VRING_DESC_F_INDIRECT, good_id);
+	putd(q, 0, RG_FAR_AWAY, 4 * 16, VRING_DESC_F_INDIRECT, good_id);
 }
 
 static void
 b_ind_gap(struct vfe_vq *q)
 {
 	/* Starts in region 0, ends in the hole after it. */
-	putd(q, 0, REGION0_END - 32, 4 * 16, VRING_DESC_F_INDIRECT, good_id);
+	putd(q, 0, RG_REGION0_END - 32, 4 * 16, VRING_DESC_F_INDIRECT, good_id);
 }
 
 static void
@@ -522,7 +518,7 @@ b_ind_entry_outside(struct vfe_vq *q)
 	struct vring_packed_desc *t = table(2, &tg);
 
 	sett(t, 0, buf_gpa(), 44, 0);
-	sett(t, 1, FAR_AWAY, 100, 0);
+	sett(t, 1, RG_FAR_AWAY, 100, 0);
 	putd(q, 0, tg, 2 * 16, VRING_DESC_F_INDIRECT, good_id);
 }
 
@@ -680,7 +676,7 @@ rx_next(struct vfe_vq *q)
 static void
 rx_outside(struct vfe_vq *q)
 {
-	rx_next(q)->addr = htole64(REGION0_END - 100);
+	rx_next(q)->addr = htole64(RG_REGION0_END - 100);
 }
 
 static void
@@ -1006,72 +1002,35 @@ struct flipper {
 	uint64_t flips;
 };
 
-static uint64_t
-xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static void *
 flip_main(void *arg)
 {
-	static const uint32_t lens[] = { 44, 0, 0xffffffffu, 20, 4096, 1u << 31, 64, 100000 };
-	/* rx: any room for a header within the buffer; tx: header alone or with spare bytes. */
-	static const uint32_t ok_len[2][4] = { { 44, 64, 2048, RG_RX_LEN }, { 44, 64, 4096, 60000 } };
 	struct flipper *f = arg;
-	uint64_t s = 0x9e3779b97f4a7c15ull;
+	uint64_t r = PATTERN_SEED_DEFAULT;
 
 	while (!f->stop) {
-		uint64_t r = xorshift(&s);
-		struct vring_packed_desc *d = &f->desc[r & 1][(r >> 1) & (ring - 1)];
-		uint64_t addr;
+		struct vring_packed_desc *d;
+		struct hu_flip w;
 
-		if (f->benign) {
-			__atomic_store_n(&d->len, htole32(ok_len[r & 1][(r >> 8) & 3]),
-				__ATOMIC_RELAXED);
-			f->flips++;
-			continue;
-		}
-		/* Mostly valid values, so that many chains are walked while they change. */
-		if ((r >> 40) & 3) {
-			__atomic_store_n(&d->len, htole32((r & 1) ? 44 : 64), __ATOMIC_RELAXED);
-			f->flips++;
-			continue;
-		}
-		switch ((r >> 8) & 7) {
-		case 0:
-			addr = FAR_AWAY;
-			break;
-		case 1:
-			addr = REGION0_END - 8;
-			break;
-		case 2:
-			addr = UINT64_MAX - 4;
-			break;
-		default:
-			addr = f->good_gpa[(r >> 12) & 7];
-			break;
-		}
+		r = pattern_xorshift(r);
+		w = hu_flip_choose(r, f->benign, ring, f->good_gpa);
+		d = &f->desc[w.queue][w.desc];
 		/* Relaxed atomics: the app sees torn-free values changing at any moment. */
-		switch ((r >> 16) & 3) {
-		case 0:
-			__atomic_store_n(&d->addr, htole64(addr), __ATOMIC_RELAXED);
+		switch (w.field) {
+		case HU_FLIP_ADDR:
+			__atomic_store_n(&d->addr, htole64(w.value), __ATOMIC_RELAXED);
 			break;
-		case 1:
-			__atomic_store_n(&d->len, htole32(lens[(r >> 20) & 7]), __ATOMIC_RELAXED);
+		case HU_FLIP_LEN:
+			__atomic_store_n(&d->len, htole32((uint32_t)w.value), __ATOMIC_RELAXED);
 			break;
-		case 2:
-			/* NEXT, WRITE, INDIRECT and the availability bits, any mix. */
-			__atomic_store_n(&d->flags, htole16((uint16_t)(((r >> 24) & 7) |
+		case HU_FLIP_FLAGS:
+			/* With the availability bits, any mix. */
+			__atomic_store_n(&d->flags, htole16((uint16_t)(w.value |
 				((r >> 27) & 1 ? F_AVAIL : 0) | ((r >> 28) & 1 ? F_USED : 0))),
 				__ATOMIC_RELAXED);
 			break;
-		default:
-			__atomic_store_n(&d->id, htole16((uint16_t)((r >> 28) & 0xff)),
-				__ATOMIC_RELAXED);
+		case HU_FLIP_INDEX:
+			__atomic_store_n(&d->id, htole16((uint16_t)w.value), __ATOMIC_RELAXED);
 			break;
 		}
 		f->flips++;
