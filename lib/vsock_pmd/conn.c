@@ -1076,7 +1076,7 @@ static int txq_copy(struct conn_table *t, struct conn *c, const struct iovec *p,
 	}
 	/* An empty last piece ends the message queued before it, if there is one. */
 	if (eom_flags && c->txq.tail && (len || !(c->txq.tail->packet_type & MB_EOM)))
-		c->txq.tail->packet_type |= MB_EOM;
+		c->txq.tail->packet_type |= eom_flags;
 	return 0;
 }
 
@@ -1142,7 +1142,9 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 		t->stats.host_tx_bytes += (uint64_t)n;
 	}
 	if (off < h->len || (seq && eom && c->txq.bytes)) {
-		ret = txq_copy(t, c, p, cnt, off, h->len - off, eom);
+		/* EOR too: a ring's far side (another guest) hands it on as MSG_EOR. */
+		ret = txq_copy(t, c, p, cnt, off, h->len - off,
+			       eom ? h->flags & (MB_EOM | MB_EOR) : 0);
 		if (ret < 0) {
 			/* Stream bytes already written must not be written twice on the retry. */
 			c->tx_skip = off;
