@@ -34,6 +34,8 @@
 
 /* Host socket events served per device per round: keeps one busy VM from starving the others. */
 #define HOST_POLL_BUDGET 64
+/* rx chains dequeued at a time (host_to_guest()). */
+#define RX_CHUNK 8
 
 /*
  * DPDK signals through its own copy of the used index, so it is brought up to
@@ -211,34 +213,62 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 	return n;
 }
 
+/*
+ * Fill one dequeued chunk of rx chains with what the connections owe. @return chains
+ * filled; fewer than @p n when nothing more was owed (the rest went back to the ring).
+ */
+static uint16_t rx_fill(struct vsock_dev *dev, struct virtq *vq, const struct virtq_chain *c,
+			uint16_t n)
+{
+	struct iovec iov[VIRTQ_CHAIN_MAX_PIECES];
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t len = 0;
+
+		if (c[i].writable_len >= VSOCK_HDR_LEN)
+			len = conn_to_guest(dev->conns, iov, chain_writable_iov(&c[i], iov));
+		else
+			dev->stats.small_rx_buffers++;
+		if (len == 0 && c[i].writable_len >= VSOCK_HDR_LEN) {
+			/* Nothing more owed: keep the rest of the guest's buffers for later. */
+			vq_unget(vq, n - i);
+			return i;
+		}
+		/* A buffer too small for a header goes back empty rather than wedging the ring. */
+		vq_complete(vq, &c[i], len);
+	}
+	return n;
+}
+
+/*
+ * How many packets the connections owe is known only by filling buffers, and every rx
+ * chain dequeued and given back unused is walked, checked and translated twice (measured:
+ * 32 chains walked for at most 16 packets at 4 KiB). So after a burst that left chains
+ * unused, the ring is taken RX_CHUNK chains at a time, for as long as they all fill; after
+ * a burst that filled everything, the whole burst at once (a chunk costs one more acquire
+ * of the ring's index and a call: 11 instructions per packet at 64 B).
+ */
 static unsigned int host_to_guest(struct vsock_dev *dev, struct datapath_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_RX];
-	struct iovec iov[VIRTQ_CHAIN_MAX_PIECES];
-	uint16_t i, n, done = 0;
+	uint16_t want = burst_size(dev), n = 0, done = 0, filled = 0;
+	uint16_t chunk = dev->rx_filled_all ? want : RX_CHUNK;
 
 	if (!conn_has_output(dev->conns))
 		return 0;
-	n = vq_dequeue_burst(vq, s->chains, burst_size(dev));
-	if (unlikely(vq->broken))
-		report_broken(dev, VSOCK_VQ_RX);
-	for (i = 0; i < n; i++) {
-		const struct virtq_chain *c = &s->chains[i];
-		uint32_t len = 0;
+	while (done < want) {
+		uint16_t ask = RTE_MIN(chunk, want - done);
 
-		if (c->writable_len >= VSOCK_HDR_LEN)
-			len = conn_to_guest(dev->conns, iov, chain_writable_iov(c, iov));
-		else
-			dev->stats.small_rx_buffers++;
-		if (len == 0 && c->writable_len >= VSOCK_HDR_LEN) {
-			/* Nothing more owed: keep the rest of the guest's buffers for later. */
-			vq_unget(vq, n - i);
+		n = vq_dequeue_burst(vq, s->chains, ask);
+		if (unlikely(vq->broken))
+			report_broken(dev, VSOCK_VQ_RX);
+		filled = rx_fill(dev, vq, s->chains, n);
+		done += filled;
+		if (filled < ask)
 			break;
-		}
-		/* A buffer too small for a header goes back empty rather than wedging the ring. */
-		vq_complete(vq, c, len);
-		done++;
 	}
+	dev->rx_filled_all = done == want;
 	/* End of burst: the guest reads nothing until used->idx moves. */
 	vq_flush(vq);
 	count_burst(dev, VSOCK_VQ_RX, done);

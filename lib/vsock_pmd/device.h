@@ -50,6 +50,7 @@ struct vsock_dev {
 	bool notify_pending[VSOCK_NR_VQ];
 	bool broken_reported[VSOCK_NR_VQ];
 	bool rings_busy;		/* the last poll did some work */
+	bool rx_filled_all;		/* the last rx burst filled every chain it asked for */
 	uint64_t host_epoll_tsc;	/* last socket readiness check */
 	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */
 	/* --wait-mode notify/adaptive: our dup of each ring's kick eventfd (the worker sleeps on it). */
