@@ -104,12 +104,22 @@ def main():
 
     qmp.cmd("chardev-remove", id=chardev)
     addr = {"type": "unix", "data": {"path": sock_path}}
-    qmp.cmd("chardev-add", id=chardev,
-            backend={"type": "socket", "data": {"addr": addr, "server": server, "wait": False}
-                     if server else {"addr": addr, "server": False}})
+    deadline = time.monotonic() + a.timeout
+    # A client chardev connects at once: an app that is still starting (or replacing the
+    # socket a killed one left) is not listening yet, so try again until the timeout.
+    while True:
+        try:
+            qmp.cmd("chardev-add", id=chardev,
+                    backend={"type": "socket",
+                             "data": {"addr": addr, "server": server, "wait": False}
+                             if server else {"addr": addr, "server": False}})
+            break
+        except RuntimeError:
+            if server or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
     # QEMU talks to the backend while it realizes the device: an app with client=1 must
     # have connected to the new server socket first (it retries every second).
-    deadline = time.monotonic() + a.timeout
     while not chardev_of(qmp, chardev)[2]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"no app connected to {sock_path}")
