@@ -11,6 +11,7 @@
 #include <linux/virtio_vsock.h>
 
 #include "app_proc.h"
+#include "poll_wait.h"
 #include "tap.h"
 #include "vfe.h"
 #include "vfe_guest.h"
@@ -23,14 +24,6 @@
 static struct vfe_vsock v;
 static struct vfe_guest g;
 static uint8_t pat[BYTES], got[N][BYTES];
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 int main(void)
 {

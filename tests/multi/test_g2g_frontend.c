@@ -27,6 +27,7 @@
 #include "app_proc.h"
 #include "ops_util.h"
 #include "pattern.h"
+#include "poll_wait.h"
 #include "tap.h"
 #include "vfe.h"
 #include "vfe_guest.h"
@@ -81,14 +82,6 @@ static struct ops_env tel;
 static uint8_t out34[MIB], out43[MIB], in34[MIB], in43[MIB];
 static uint8_t credit_out[CREDIT_BYTES], credit_in[CREDIT_BYTES];
 static uint8_t msg_in[100000];
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* ---- the shim ---- */
 
@@ -225,12 +218,7 @@ static void tick(void)
 		nanosleep(&pause, NULL);
 }
 
-#define WAIT(cond, ms) ({ \
-	uint64_t end_ = now_ms() + (ms); \
-	bool ok_; \
-	while (!(ok_ = (cond)) && now_ms() < end_) \
-		tick(); \
-	ok_; })
+#define WAIT(cond, ms) POLL_WAIT(cond, ms, tick())
 
 /* Keep polling for @p ms whatever happens. */
 static void settle(unsigned int ms)

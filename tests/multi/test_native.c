@@ -25,6 +25,7 @@
 #include <vsock_pmd_native.h>
 
 #include "native_io.h"
+#include "poll_wait.h"
 #include "tap.h"
 #include "vfe.h"
 #include "vfe_guest.h"
@@ -40,14 +41,6 @@ static bool attached;
 static struct rte_mempool *mp;
 static uint8_t pat[1 << 20];
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* One round of the guest driver; a short pause when it had nothing to do. */
 static void tick(void)
 {
@@ -57,12 +50,7 @@ static void tick(void)
 		nanosleep(&pause, NULL);
 }
 
-#define WAIT(cond, ms) ({ \
-	uint64_t end_ = now_ms() + (ms); \
-	bool ok_; \
-	while (!(ok_ = (cond)) && now_ms() < end_) \
-		tick(); \
-	ok_; })
+#define WAIT(cond, ms) POLL_WAIT(cond, ms, tick())
 
 static int attach(uint32_t buf_alloc)
 {

@@ -39,6 +39,7 @@
 
 #include "app_proc.h"
 #include "native_io.h"
+#include "poll_wait.h"
 #include "tap.h"
 #include "vfe.h"
 #include "vfe_guest.h"
@@ -61,14 +62,6 @@ static struct vfe_guest g;
 static struct rte_mempool *mp;
 static uint8_t pat[BULK], got[BULK];
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* One round of the guest driver; a short pause when it had nothing to do. */
 static void tick(void)
 {
@@ -78,12 +71,7 @@ static void tick(void)
 		nanosleep(&pause, NULL);
 }
 
-#define WAIT(cond, ms) ({ \
-	uint64_t end_ = now_ms() + (ms); \
-	bool ok_; \
-	while (!(ok_ = (cond)) && now_ms() < end_) \
-		tick(); \
-	ok_; })
+#define WAIT(cond, ms) POLL_WAIT(cond, ms, tick())
 
 static int eal_secondary(const char *lcores)
 {
