@@ -49,7 +49,8 @@ int vsock_native_attach(void);
 
 /**
  * Close every handle of this secondary process (as vsock_native_close() and
- * vsock_native_listen_close() would) and leave the primary. @return 0 or -ENODEV.
+ * vsock_native_listen_close() would) and leave the primary. No other thread of the process
+ * may be in a call of this API meanwhile. @return 0 or -ENODEV.
  */
 int vsock_native_detach(void);
 

@@ -555,7 +555,7 @@ int vsock_native_close(int h)
 	return 0;
 }
 
-unsigned int ep_native_release_owner(uint8_t owner)
+unsigned int ep_native_release_owner(uint8_t owner, bool dead)
 {
 	unsigned int i, n = 0;
 	struct ep_ring *p;
@@ -564,8 +564,9 @@ unsigned int ep_native_release_owner(uint8_t owner)
 	if (!native_up())
 		return 0;
 	/* A process that died holding the table's lock will not release it. */
-	__atomic_compare_exchange_n(&region->lock, &held, 0, false, __ATOMIC_RELEASE,
-				    __ATOMIC_RELAXED);
+	if (dead)
+		__atomic_compare_exchange_n(&region->lock, &held, 0, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
 	table_lock();
 	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
 		struct listener *l = &region->listeners[i];

@@ -7,6 +7,7 @@
  * the workers see them when a guest connects to the host.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct rte_ring;
@@ -30,10 +31,11 @@ int ep_native_attach(uint8_t owner);
 void ep_native_detach(void);
 
 /**
- * Close every listener and connection handle of process @p owner, and the table's lock if
- * it died holding it: it detached, or it exited without. @return handles closed.
+ * Close every listener and connection handle of process @p owner: it detaches (none of its
+ * threads uses the API meanwhile), or it is @p dead, and then the table's lock is taken
+ * back too if it died holding it. @return handles closed.
  */
-unsigned int ep_native_release_owner(uint8_t owner);
+unsigned int ep_native_release_owner(uint8_t owner, bool dead);
 
 /**
  * The accept ring (struct ep_ring *, MP/SC) of the listener on host port @p port of VM

@@ -188,7 +188,7 @@ static void reap(void *arg)
 		if (!slot_dead(i, pid))
 			continue;
 		VSOCK_LOG(WARNING, "native API: secondary process %d exited without detaching: "
-			  "%u handles closed", pid, ep_native_release_owner((uint8_t)i));
+			  "%u handles closed", pid, ep_native_release_owner((uint8_t)i, true));
 		watch_drop(i);
 		__atomic_store_n(&p->ready, 0, __ATOMIC_RELAXED);
 		/* Release: the slot is reused only after its handles are closed. */
@@ -410,7 +410,7 @@ int vsock_native_detach(void)
 	if (my_slot < 0)
 		return -ENODEV;
 	/* Our handles, unless the primary stopped: then they are gone already. */
-	ep_native_release_owner((uint8_t)my_slot);
+	ep_native_release_owner((uint8_t)my_slot, false);
 	ep_native_detach();
 	ep_sibling_detach();
 	ep_ring_pool_detach();
