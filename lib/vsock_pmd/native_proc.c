@@ -230,10 +230,10 @@ int native_proc_start(void)
 
 void native_proc_stop(void)
 {
-	if (!serving)
-		return;
 	unsigned int i;
 
+	if (!serving)
+		return;
 	rte_eal_alarm_cancel(reap, NULL);
 	rte_mp_action_unregister(ATTACH_ACTION);
 	pthread_mutex_lock(&watch_lock);
