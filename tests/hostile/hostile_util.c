@@ -354,6 +354,22 @@ rg_send(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload)
 	return tx_put(g, pkt, payload, pkt->len, 44 + pkt->len);
 }
 
+uint64_t
+rg_request_storm(struct rawg *g, uint32_t *gport, uint32_t hport, unsigned int ms)
+{
+	uint64_t end = hu_now_ms() + ms, sent = 0;
+
+	while (hu_now_ms() < end) {
+		struct vfe_vsock_pkt req = rg_hdr(VIRTIO_VSOCK_OP_REQUEST, ++*gport, hport);
+
+		if (sent + 2 < RG_LOG_MAX && rg_send(g, &req, NULL) == 0)
+			sent++;
+		if (rg_poll(g) == 0)
+			usleep(100);
+	}
+	return sent;
+}
+
 int
 rg_send_raw(struct rawg *g, const struct vfe_vsock_pkt *pkt, uint32_t buf_len)
 {

@@ -128,6 +128,13 @@ unsigned int rg_poll(struct rawg *g);
 int rg_send(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload);
 
 /**
+ * Keep both rings busy for @p ms: REQUESTs from guest ports after @p *gport to host port
+ * @p hport, where nobody listens, so that each RST answer needs an rx buffer. Stays within
+ * the rx log (each answer is logged). @return REQUESTs sent.
+ */
+uint64_t rg_request_storm(struct rawg *g, uint32_t *gport, uint32_t hport, unsigned int ms);
+
+/**
  * A buffer of @p buf_len bytes (may be shorter than a header) starting with @p pkt's header,
  * zeros after it, whatever @p pkt->len says.
  */

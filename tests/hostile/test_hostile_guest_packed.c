@@ -1045,7 +1045,7 @@ test_rewrite(bool benign)
 		"descriptors rewritten during the walk";
 	struct flipper f = { .stop = false, .benign = benign };
 	long mark = ops_log_mark(&env.o);
-	uint64_t sent = 0, end;
+	uint64_t sent;
 	unsigned int i;
 
 	if (!fresh_attacker(what, NULL)) {
@@ -1060,18 +1060,7 @@ test_rewrite(bool benign)
 		case_end(what);
 		return;
 	}
-	/* Keep both rings busy for a while: REQUESTs whose RSTs need rx buffers. */
-	end = hu_now_ms() + 1500;
-	while (hu_now_ms() < end) {
-		struct vfe_vsock_pkt req = rg_hdr(VIRTIO_VSOCK_OP_REQUEST, ++next_gport,
-			NO_LISTENER);
-
-		/* Each answer is logged: stay within the log. */
-		if (sent + 2 < RG_LOG_MAX && rg_send(&g, &req, NULL) == 0)
-			sent++;
-		if (rg_poll(&g) == 0)
-			usleep(100);
-	}
+	sent = rg_request_storm(&g, &next_gport, NO_LISTENER, 1500);
 	f.stop = true;
 	pthread_join(f.th, NULL);
 	tap_diag("%s: %llu flips, %llu packets sent, %llu completed, %u rx packets, "
