@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "faults_checks.h"
 #include "faults_util.h"
 #include "tap.h"
 
@@ -136,25 +137,6 @@ check_host_side(struct xfer *x, const char *what)
 		(unsigned long long)x->g2h_rx.done);
 }
 
-static void
-check_back(const struct fx_res *base, const char *what)
-{
-	struct fx_res now;
-
-	if (!tap_ok(fx_res_back(&env, base, WAIT_MS, &now),
-		"%s: mbufs in use (%llu), open fds (%llu), connections (%llu) back to start",
-		what, (unsigned long long)base->mbufs_in_use, (unsigned long long)base->open_fds,
-		(unsigned long long)base->conns))
-		tap_diag("%s", env.why);
-}
-
-static void
-check_peer(const char *what)
-{
-	if (!tap_ok(fx_peer_check(&env) == 0, "%s: VM 5 moves checked bytes both ways", what))
-		tap_diag("%s", env.why);
-}
-
 /* A fresh exchange on VM 3 after the fault: connections both ways, every byte checked. */
 static void
 check_vm3_again(uint64_t seed, const char *what)
@@ -203,14 +185,14 @@ case_kill(void)
 	e->attached = false;
 	check_host_side(&x, "kill");
 	xfer_close(&x);
-	check_peer("kill");
-	check_back(&base, "kill");
+	fx_check_peer(&env, "kill");
+	fx_check_back(&env, &base, WAIT_MS, "kill");
 
 	if (!tap_ok(dp_attach_quiet(e, NULL, NULL) == 0, "kill: a new frontend attaches"))
 		return;
 	check_vm3_again(12, "kill");
 	dp_detach(e);
-	check_back(&base, "kill, after the new frontend detached");
+	fx_check_back(&env, &base, WAIT_MS, "kill, after the new frontend detached");
 }
 
 /*
@@ -265,7 +247,7 @@ case_reset(void)
 	e->attached = false;
 	check_host_side(&x, "reset");
 	xfer_close(&x);
-	check_peer("reset");
+	fx_check_peer(&env, "reset");
 
 	rc = reset_rings(&e->v);
 	if (rc == 0)
@@ -274,9 +256,9 @@ case_reset(void)
 		e->v.conn.err))
 		return;
 	e->attached = true;
-	check_back(&base, "reset");
+	fx_check_back(&env, &base, WAIT_MS, "reset");
 	check_vm3_again(22, "reset");
-	check_back(&base, "reset, after the new exchange");
+	fx_check_back(&env, &base, WAIT_MS, "reset, after the new exchange");
 	dp_check_guest(e, "reset");
 	dp_detach(e);
 }

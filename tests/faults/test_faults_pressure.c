@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "faults_checks.h"
 #include "faults_util.h"
 #include "tap.h"
 
@@ -92,25 +93,6 @@ close_pair(struct conn_pair *p)
 	p->fd = -1;
 }
 
-static void
-check_back(const struct fx_res *base, const char *what)
-{
-	struct fx_res now;
-
-	if (!tap_ok(fx_res_back(&env, base, WAIT_MS, &now),
-		"%s: mbufs in use (%llu), open fds (%llu), connections (%llu) back to start",
-		what, (unsigned long long)base->mbufs_in_use, (unsigned long long)base->open_fds,
-		(unsigned long long)base->conns))
-		tap_diag("%s", env.why);
-}
-
-static void
-check_peer(const char *what)
-{
-	if (!tap_ok(fx_peer_check(&env) == 0, "%s: VM 5 moves checked bytes both ways", what))
-		tap_diag("%s", env.why);
-}
-
 /*
  * NSTREAMS guest->host streams whose host reader takes a burst every 10 ms, and NSTREAMS
  * host->guest streams, through a pool of 127 mbufs shared with VM 5.
@@ -166,8 +148,8 @@ case_mempool(const struct fx_res *base)
 		vfe_guest_listen(&vm3()->g, PORT_H2G + i, false);
 	}
 	close(lfd);
-	check_peer("mempool");
-	check_back(base, "mempool");
+	fx_check_peer(&env, "mempool");
+	fx_check_back(&env, base, WAIT_MS, "mempool");
 }
 
 /* One connection's guest reads nothing: its host data waits within credit, the other flows. */
@@ -207,7 +189,7 @@ case_credit_stall(const struct fx_res *base)
 	close_pair(&other);
 	vfe_guest_listen(&vm3()->g, PORT_H2G, false);
 	vfe_guest_listen(&vm3()->g, PORT_H2G + 1, false);
-	check_back(base, "credit");
+	fx_check_back(&env, base, WAIT_MS, "credit");
 }
 
 /*
@@ -238,7 +220,7 @@ case_rx_ring_full(const struct fx_res *base)
 			dp_host_send(p[i].fd, &p[i].tx);
 		fx_tick(&env);
 	}
-	check_peer("rx full, during the freeze");
+	fx_check_peer(&env, "rx full, during the freeze");
 	tap_ok(fx_stat(&env, FX_CID, "rx_ring_full") > full0,
 		"rx full: the app saw the ring full (rx_ring_full +%llu)",
 		(unsigned long long)(fx_stat(&env, FX_CID, "rx_ring_full") - full0));
@@ -273,7 +255,7 @@ case_rx_ring_full(const struct fx_res *base)
 		close_pair(&p[i]);
 		vfe_guest_listen(&vm3()->g, PORT_H2G + i, false);
 	}
-	check_back(base, "rx full");
+	fx_check_back(&env, base, WAIT_MS, "rx full");
 }
 
 /* Attached, but the driver has not posted one rx buffer: host connects wait, then time out. */
@@ -300,7 +282,7 @@ case_no_rx_buffers(const struct fx_res *base)
 	close(fd);
 	tap_ok(fx_stat(&env, FX_CID, "errors.conn_timeout") > timeouts0,
 		"no rx: counted as a timeout");
-	check_peer("no rx");
+	fx_check_peer(&env, "no rx");
 	/* The driver starts and posts its buffers: the stale RST arrives, new connections work. */
 	rc = vfe_guest_init(&e->g, &e->v, NULL);
 	if (!tap_ok(rc == 0, "no rx: the driver posts its rx buffers (rc %d)", rc))
@@ -313,7 +295,7 @@ case_no_rx_buffers(const struct fx_res *base)
 		"arrive byte-exact");
 	close_pair(&p);
 	vfe_guest_listen(&e->g, PORT_H2G, false);
-	check_back(base, "no rx");
+	fx_check_back(&env, base, WAIT_MS, "no rx");
 }
 
 int
