@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -64,22 +63,6 @@ static uint64_t
 seed_of(unsigned int idx, unsigned int dir)
 {
 	return ((uint64_t)idx << 8 | dir) * 0x9e3779b97f4a7c15ULL + 1;
-}
-
-static int
-raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return -errno;
-	if (rl.rlim_cur >= FD_LIMIT)
-		return 0;
-	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= FD_LIMIT ? FD_LIMIT :
-		rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return -errno;
-	return rl.rlim_cur >= FD_LIMIT ? 0 : -EMFILE;
 }
 
 static int
@@ -290,7 +273,7 @@ main(void)
 	unsigned int i, k, established = 0, done = 0, bad = 0, eofs = 0;
 	int status, rc;
 
-	rc = raise_fd_limit();
+	rc = fx_raise_fd_limit(FD_LIMIT);
 	if (!tap_ok(rc == 0, "open file limit raised to %u (rc %d)", FD_LIMIT, rc))
 		return tap_done();
 	epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,20 +48,6 @@ static struct dp_env *
 vm3(void)
 {
 	return &env.o.dp;
-}
-
-static int
-raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return -errno;
-	if (rl.rlim_cur >= FD_LIMIT)
-		return 0;
-	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= FD_LIMIT ? FD_LIMIT :
-		rl.rlim_max;
-	return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
 }
 
 /* Host CONNECT to the guest's port, the guest accepts: 0 or -1. */
@@ -224,7 +209,7 @@ out:
 int
 main(void)
 {
-	int rc = raise_fd_limit();
+	int rc = fx_raise_fd_limit(FD_LIMIT);
 
 	if (!tap_ok(rc == 0, "open file limit raised to %u (rc %d)", FD_LIMIT, rc))
 		return tap_done();
