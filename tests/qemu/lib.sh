@@ -159,6 +159,23 @@ host_line() {	# NAME KIND: the first line of that kind host program NAME printed
 	grep "^$2 " "$work/$1.out" | head -n 1
 }
 
+host_has() {	# NAME KIND: whether host program NAME printed a line of that kind
+	grep -q "^$2 " "$work/$1.out"
+}
+
+# wait_for PID TENTHS CMD...: run CMD every 0.1 s until it succeeds, at most
+# TENTHS more times and while process PID lives; the status is CMD's last.
+wait_for() {
+	wpid=$1
+	wleft=$2
+	shift 2
+	until "$@"; do
+		[ "$wleft" -le 0 ] || ! alive "$wpid" && return 1
+		sleep 0.1
+		wleft=$((wleft - 1))
+	done
+}
+
 field() {	# LINE N: the Nth word
 	echo "$1" | cut -d' ' -f"$2"
 }

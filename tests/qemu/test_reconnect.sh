@@ -63,11 +63,7 @@ VSOCK_CHARDEV_OPTS=",server=on,wait=on" "$RUN_GUEST" -g "$GUEST_DIR" -s "$sock" 
 qemu=$!
 
 # The first transfer went through the app that connected to QEMU.
-i=0
-while [ -z "$(host_line first RECV)" ] && [ $i -lt 900 ] && alive "$qemu"; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_for "$qemu" 900 host_has first RECV
 line=$(host_line first RECV)
 [ "$(field "$line" 2)" = "$bytes" ] && [ "$(field "$line" 8)" = OK ]
 ok $? "client mode: the guest sent $bytes checked bytes through the app ($line)"
@@ -75,11 +71,7 @@ grep -q "running on lcore" "$work/app.log"
 ok $? "client mode: QEMU set the device up on the app's connection"
 
 # The guest reloads its driver: the running app sees the device stop and start.
-i=0
-while ! grep -q "^CONNECTED" "$work/held.out" && [ $i -lt 600 ] && alive "$qemu"; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_for "$qemu" 600 grep -q "^CONNECTED" "$work/held.out"
 line=$(host_line reload RECV)
 [ "$(field "$line" 2)" = 65536 ] && [ "$(field "$line" 8)" = OK ]
 ok $? "after a guest driver reload on the running app: 65536 checked bytes ($line)"
@@ -92,11 +84,7 @@ wait "$app" 2>/dev/null
 mv "$work/app.log" "$work/app1.log"
 # shellcheck disable=SC2086 # the app's arguments
 start_app -l 0-1 -- $app_args
-i=0
-while ! grep -q "frontend connected" "$work/app.log" && [ $i -lt 50 ] && alive "$app"; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_for "$app" 50 grep -q "frontend connected" "$work/app.log"
 grep -q "frontend connected" "$work/app.log"
 ok $? "restart: the new app connects to QEMU's socket at once"
 

@@ -58,20 +58,12 @@ replug() {
 		-t 200 -- "$guest_cmd" >"$work/guest.raw" 2>&1 &
 	qemu=$!
 
-	i=0
-	while [ -z "$(host_line first RECV)" ] && [ $i -lt 1200 ] && alive "$qemu"; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_for "$qemu" 1200 host_has first RECV
 	line=$(host_line first RECV)
 	[ "$(field "$line" 2)" = "$bytes" ] && [ "$(field "$line" 8)" = OK ]
 	ok $? "$mode: the guest sent $bytes checked bytes through the first app ($line)"
 	# The held connection is established once its host end accepted.
-	i=0
-	while ! grep -q "^CONNECTED" "$work/held.out" && [ $i -lt 300 ] && alive "$qemu"; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_for "$qemu" 300 grep -q "^CONNECTED" "$work/held.out"
 
 	kill -KILL "$app"
 	wait "$app" 2>/dev/null
