@@ -37,11 +37,6 @@ static struct ep_pool *pool;
 /* This process's eventfd for each worker lcore's ep_waker, plus one (0: none known). */
 static int waker_fds[RTE_MAX_LCORE];
 
-bool ep_ring_pool_ready(void)
-{
-	return pool != NULL;
-}
-
 struct ep_ring *ep_ring_at(uint32_t idx)
 {
 	return pool && idx < pool->nb ? &pool->ep[idx] : NULL;

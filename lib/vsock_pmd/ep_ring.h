@@ -118,9 +118,6 @@ int ep_ring_pool_attach(void);
 /** A secondary process: forget the pool (the primary keeps it). */
 void ep_ring_pool_detach(void);
 
-/** Whether the pool exists. */
-bool ep_ring_pool_ready(void);
-
 /** ep_ring number @p idx of the pool, or NULL. */
 struct ep_ring *ep_ring_at(uint32_t idx);
 
