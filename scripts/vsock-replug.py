@@ -17,6 +17,7 @@ id, bus and virtqueue layout. Exit status 0 once the device is back, 1 otherwise
 """
 import argparse
 import json
+import select
 import socket
 import sys
 import time
@@ -26,25 +27,33 @@ class Qmp:
     """A QMP client: one command at a time, events kept for wait_event()."""
 
     def __init__(self, path, timeout):
+        self.timeout = timeout  # for a command's answer: QEMU may talk to the backend first
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
         self.sock.connect(path)
-        self.file = self.sock.makefile("rw")
+        self.buf = b""
         self.events = []
-        self.read()  # the greeting
+        self.read(timeout)  # the greeting
         self.cmd("qmp_capabilities")
 
-    def read(self):
-        line = self.file.readline()
-        if not line:
-            raise RuntimeError("QMP connection closed")
+    def read(self, timeout):
+        """The next message, or TimeoutError when none came within @timeout seconds."""
+        while b"\n" not in self.buf:
+            if not select.select([self.sock], [], [], timeout)[0]:
+                raise TimeoutError
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise RuntimeError("QMP connection closed")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
 
     def cmd(self, name, **args):
-        self.file.write(json.dumps({"execute": name, "arguments": args}) + "\n")
-        self.file.flush()
+        self.sock.sendall((json.dumps({"execute": name, "arguments": args}) + "\n").encode())
         while True:
-            msg = self.read()
+            try:
+                msg = self.read(self.timeout)
+            except TimeoutError:
+                raise RuntimeError(f"{name}: no answer from QEMU in {self.timeout} s")
             if "event" in msg:
                 self.events.append(msg)
             elif "error" in msg:
@@ -57,11 +66,12 @@ class Qmp:
             for ev in self.events:
                 if ev["event"] == name and match(ev.get("data", {})):
                     return
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise RuntimeError(f"no {name} event in time")
             try:
-                self.events.append(self.read())
-            except socket.timeout:
+                self.events.append(self.read(left))
+            except TimeoutError:
                 pass
 
 
@@ -88,7 +98,7 @@ def main():
                     help="seconds for the guest to release the device, and for the app to connect")
     a = ap.parse_args()
 
-    qmp = Qmp(a.qmp, 1.0)
+    qmp = Qmp(a.qmp, a.timeout)
     path = f"/machine/peripheral/{a.device}"
     chardev = qmp.cmd("qom-get", path=path, property="chardev")
     bus = qmp.cmd("qom-get", path=path, property="parent_bus").rsplit("/", 1)[-1]
