@@ -8,7 +8,9 @@
  * listens on proves the ring is served (exact RST). Then the bad chain is published; the app
  * must mark that one queue broken, say so in its log naming the VM and the reason, leave the
  * bad chain alone, and keep serving everything else: after every case VM 5, polled by the same
- * worker lcore, does a checked exchange with the host. At the end the app exits 0 on SIGTERM.
+ * worker lcore, does a checked exchange with the host. Empty (zero-length) descriptors are no
+ * attack: the packets around them are served and no queue stops. At the end the app exits 0
+ * on SIGTERM.
  */
 #include <endian.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_hostile_guest.c's ring abuse on packed virtqueues (VIRTIO_F_RING_PACKED): buffers outside
- * guest memory or across a region's end, zero and overflowing lengths, chains that never end,
+ * guest memory or across a region's end, overflowing lengths, chains that never end,
  * bad indirect tables, buffer ids out of range, flags with the wrong wrap counter bits,
  * buffers of the wrong direction, and a thread that rewrites descriptors while the app walks
  * them.
@@ -17,7 +17,9 @@
  *   - a descriptor whose flags are not those of an available one on this lap is not taken,
  *     and nothing after it: the queue waits for it, it is not stopped;
  *   - a buffer of the wrong direction is given back empty and counted (short_packets,
- *     small_rx_buffers), the queue goes on.
+ *     small_rx_buffers), the queue goes on;
+ *   - empty (zero-length) descriptors are legal: a packet is read from the others, a chain
+ *     of nothing else is a short packet, an empty rx buffer has no room; the queue goes on.
  * After each case the app is alive and VM 5 does a checked exchange with the host. At the end
  * the app exits 0 on SIGTERM.
  */
