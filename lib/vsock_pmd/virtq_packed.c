@@ -86,6 +86,9 @@ int virtq_packed_init(struct virtq *vq, const struct guest_mem *mem,
 struct walk {
 	uint64_t rlen, wlen;
 	unsigned int np, nr;
+	/* Pieces the chain may still take: an empty descriptor uses one (see add_buf()). */
+	unsigned int lim;
+	bool writing;
 };
 
 /* One buffer of the chain: checked, translated, appended to c's pieces. */
@@ -94,23 +97,34 @@ static inline enum virtq_err add_buf(const struct virtq *vq, struct virtq_chain 
 {
 	int k;
 
-	if (unlikely(len == 0))
-		return VIRTQ_ERR_DESC_LEN;
+	/* Direction counts for an empty descriptor too: the spec's order rule. */
 	if (flags & VRING_DESC_F_WRITE) {
 		w->wlen += len;
+		w->writing = true;
 	} else {
-		if (unlikely(w->np != w->nr))
+		if (unlikely(w->writing))
 			return VIRTQ_ERR_DESC_ORDER;
 		w->rlen += len;
 	}
 	if (unlikely((w->rlen | w->wlen) > UINT32_MAX))
 		return VIRTQ_ERR_CHAIN_LEN;
-	k = guest_mem_translate(vq->mem, addr, len, &c->pieces[w->np],
-				VIRTQ_CHAIN_MAX_PIECES - w->np);
+	if (unlikely(len == 0)) {
+		/*
+		 * An empty buffer is legal (the spec does not forbid it; Linux vhost
+		 * skips it): no piece, and its address, naming no byte, is not looked
+		 * at. It still takes one piece's room, so that a chain costs at most
+		 * VIRTQ_CHAIN_MAX_PIECES descriptors of work whatever it holds.
+		 */
+		if (unlikely(w->lim == w->np))
+			return VIRTQ_ERR_PIECES;
+		w->lim--;
+		return VIRTQ_ERR_NONE;
+	}
+	k = guest_mem_translate(vq->mem, addr, len, &c->pieces[w->np], w->lim - w->np);
 	if (unlikely(k < 0))
 		return k == -ENOSPC ? VIRTQ_ERR_PIECES : VIRTQ_ERR_DESC_ADDR;
 	w->np += k;
-	if (!(flags & VRING_DESC_F_WRITE))
+	if (!w->writing)
 		w->nr = w->np;
 	return VIRTQ_ERR_NONE;
 }
@@ -143,7 +157,7 @@ static void table_copy(const struct guest_mem_piece *p, unsigned int n, uint64_t
  * The buffers of an indirect table: every entry in order (NEXT and the id
  * are reserved there). Each entry is copied before use. The walk ends within
  * VIRTQ_CHAIN_MAX_PIECES + 1 entries whatever the table's length: every
- * entry either fails or adds at least one piece.
+ * entry either fails or takes at least one piece's room (an empty one too).
  */
 static enum virtq_err walk_indirect(const struct virtq *vq, struct virtq_chain *c,
 				    struct walk *w, uint64_t addr, uint32_t len)
@@ -188,7 +202,7 @@ static enum virtq_err walk_indirect(const struct virtq *vq, struct virtq_chain *
 static enum virtq_err walk(const struct virtq *vq, uint16_t pos, uint16_t head_flags,
 			   struct virtq_chain *c)
 {
-	struct walk w = { 0 };
+	struct walk w = { .lim = VIRTQ_CHAIN_MAX_PIECES };
 	uint32_t n = 0;
 	uint16_t id;
 

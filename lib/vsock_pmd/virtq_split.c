@@ -25,7 +25,6 @@ static const char *const virtq_err_names[VIRTQ_ERR_MAX] = {
 	[VIRTQ_ERR_INDIRECT_NEXT] = "indirect_next",
 	[VIRTQ_ERR_INDIRECT_LEN] = "indirect_len",
 	[VIRTQ_ERR_INDIRECT_ADDR] = "indirect_addr",
-	[VIRTQ_ERR_DESC_LEN] = "desc_len",
 	[VIRTQ_ERR_DESC_ADDR] = "desc_addr",
 	[VIRTQ_ERR_DESC_ORDER] = "desc_order",
 	[VIRTQ_ERR_PIECES] = "pieces",
@@ -136,8 +135,9 @@ static enum virtq_err virtq_walk(const struct virtq *vq, uint16_t head, struct v
 	struct desc_table t;
 	uint64_t rlen = 0, wlen = 0;
 	uint32_t idx = head, visited = 0;
-	unsigned int np = 0, nr = 0;
-	bool in_indirect = false;
+	/* Pieces the chain may still take: an empty descriptor uses one (see below). */
+	unsigned int np = 0, nr = 0, lim = VIRTQ_CHAIN_MAX_PIECES;
+	bool in_indirect = false, writing = false;
 
 	if (unlikely(head >= vq->size))
 		return VIRTQ_ERR_HEAD;
@@ -179,24 +179,36 @@ static enum virtq_err virtq_walk(const struct virtq *vq, uint16_t head, struct v
 			continue;
 		}
 
-		if (unlikely(len == 0))
-			return VIRTQ_ERR_DESC_LEN;
+		/* Direction counts for an empty descriptor too: the spec's order rule. */
 		if (flags & VRING_DESC_F_WRITE) {
 			wlen += len;
+			writing = true;
 		} else {
-			if (unlikely(np != nr))
+			if (unlikely(writing))
 				return VIRTQ_ERR_DESC_ORDER;
 			rlen += len;
 		}
 		if (unlikely((rlen | wlen) > UINT32_MAX))
 			return VIRTQ_ERR_CHAIN_LEN;
-		k = guest_mem_translate(vq->mem, le64toh(d.addr), len, &c->pieces[np],
-				VIRTQ_CHAIN_MAX_PIECES - np);
-		if (unlikely(k < 0))
-			return k == -ENOSPC ? VIRTQ_ERR_PIECES : VIRTQ_ERR_DESC_ADDR;
-		np += k;
-		if (!(flags & VRING_DESC_F_WRITE))
-			nr = np;
+		if (likely(len != 0)) {
+			k = guest_mem_translate(vq->mem, le64toh(d.addr), len, &c->pieces[np],
+					lim - np);
+			if (unlikely(k < 0))
+				return k == -ENOSPC ? VIRTQ_ERR_PIECES : VIRTQ_ERR_DESC_ADDR;
+			np += k;
+			if (!writing)
+				nr = np;
+		} else {
+			/*
+			 * An empty buffer is legal (the spec does not forbid it; Linux vhost
+			 * skips it): no piece, and its address, naming no byte, is not
+			 * looked at. It still takes one piece's room, so that a chain costs
+			 * at most VIRTQ_CHAIN_MAX_PIECES descriptors of work whatever it holds.
+			 */
+			if (unlikely(lim == np))
+				return VIRTQ_ERR_PIECES;
+			lim--;
+		}
 
 		if (!(flags & VRING_DESC_F_NEXT))
 			break;

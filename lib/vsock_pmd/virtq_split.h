@@ -35,7 +35,10 @@ extern "C" {
 
 /** Largest split queue the spec allows. */
 #define VIRTQ_MAX_SIZE 32768
-/** Host-contiguous pieces one chain may use; more marks the queue broken. */
+/**
+ * Host-contiguous pieces one chain may use, an empty descriptor counting as
+ * one; more marks the queue broken.
+ */
 #define VIRTQ_CHAIN_MAX_PIECES 64
 /** Shadow used entries kept before a forced flush (and at most the ring size). */
 #define VIRTQ_SHADOW_MAX 1024
@@ -52,10 +55,9 @@ enum virtq_err {
 	VIRTQ_ERR_INDIRECT_NEXT,	/**< INDIRECT and NEXT on one descriptor */
 	VIRTQ_ERR_INDIRECT_LEN,		/**< table length 0 or not a multiple of 16 */
 	VIRTQ_ERR_INDIRECT_ADDR,	/**< table not inside guest memory */
-	VIRTQ_ERR_DESC_LEN,		/**< buffer of length 0 */
 	VIRTQ_ERR_DESC_ADDR,		/**< buffer not inside guest memory */
 	VIRTQ_ERR_DESC_ORDER,		/**< device-readable after device-writable */
-	VIRTQ_ERR_PIECES,		/**< more than VIRTQ_CHAIN_MAX_PIECES pieces */
+	VIRTQ_ERR_PIECES,		/**< more than VIRTQ_CHAIN_MAX_PIECES pieces (empties included) */
 	VIRTQ_ERR_CHAIN_LEN,		/**< readable or writable total >= 4 GiB */
 	VIRTQ_ERR_USED_ID,		/**< caller completed a head >= size (dropped) */
 	VIRTQ_ERR_CHAIN_AVAIL,		/**< packed: NEXT into a descriptor not available */
@@ -75,7 +77,11 @@ struct virtq_stats {
 	uint64_t errors[VIRTQ_ERR_MAX];
 };
 
-/** One validated descriptor chain: readable pieces first, then writable. */
+/**
+ * One validated descriptor chain: readable pieces first, then writable. An
+ * empty descriptor leaves no piece, so a chain of empty ones has none (and
+ * lengths 0): the caller treats it as a buffer too small for its use.
+ */
 struct virtq_chain {
 	uint16_t head;
 	uint16_t nr_readable;		/**< pieces[0, nr_readable) */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -179,7 +180,10 @@ test_vsock_hdr(void)
 
 	vfe_vsock_build(&h, &pkt);
 	tap_ok(sizeof(h) == 44 && memcmp(&h, want, 44) == 0, "vsock: header bytes");
-	tap_ok(vfe_vsock_parse(&h, sizeof(h), &back) == 0 && memcmp(&back, &pkt, sizeof(pkt)) == 0,
+	/* The fields only: the struct's tail padding holds whatever the stack had. */
+	tap_ok(vfe_vsock_parse(&h, sizeof(h), &back) == 0 &&
+		memcmp(&back, &pkt, offsetof(struct vfe_vsock_pkt, fwd_cnt) +
+			sizeof(pkt.fwd_cnt)) == 0,
 		"vsock: parse gives the fields back");
 	tap_ok(vfe_vsock_parse(&h, 43, &back) == -EINVAL, "vsock: short header refused");
 }

@@ -155,18 +155,40 @@ slot_init(struct vfe_guest *g, struct vfe_guest_slot *s, char what, unsigned int
 	return 0;
 }
 
+/* Descriptors a chain of @p n pieces takes (conf.empty_descs adds n + 1 empty ones). */
+static unsigned int
+chain_descs(const struct vfe_guest *g, unsigned int n)
+{
+	return g->conf.empty_descs ? 2 * n + 1 : n;
+}
+
+/* Append piece @p b to chain @p d of *n descriptors; with empty_descs, an empty one after it. */
+static void
+chain_add(const struct vfe_guest *g, struct vfe_buf *d, unsigned int *n, struct vfe_buf b)
+{
+	/* Empty descriptors point at the piece, in its direction: nothing there may be touched. */
+	const struct vfe_buf empty = { .gpa = b.gpa, .len = 0, .writable = b.writable };
+
+	if (g->conf.empty_descs && *n == 0)
+		d[(*n)++] = empty;
+	d[(*n)++] = b;
+	if (g->conf.empty_descs)
+		d[(*n)++] = empty;
+}
+
 static int
 rx_post(struct vfe_guest *g, struct vfe_guest_slot *s)
 {
 	struct vfe_vq *rx = &g->v->vq[VFE_VSOCK_RX];
-	struct vfe_buf b[VFE_GUEST_MAX_PIECES];
-	unsigned int i;
+	struct vfe_buf b[VFE_GUEST_MAX_DESCS];
+	unsigned int i, n = 0;
 
 	for (i = 0; i < s->npieces; i++)
-		b[i] = (struct vfe_buf){ .gpa = s->gpa[i], .len = s->len[i], .writable = true };
+		chain_add(g, b, &n, (struct vfe_buf){ .gpa = s->gpa[i], .len = s->len[i],
+			.writable = true });
 	if (g->conf.rx_indirect)
-		return vfe_vq_add_indirect(rx, b, s->npieces, s);
-	return vfe_vq_add(rx, b, s->npieces, s);
+		return vfe_vq_add_indirect(rx, b, n, s);
+	return vfe_vq_add(rx, b, n, s);
 }
 
 static void
@@ -235,8 +257,9 @@ vfe_guest_init(struct vfe_guest *g, struct vfe_vsock *v, const struct vfe_guest_
 		return -EINVAL;
 	/* Without indirect tables a whole chain must fit in the ring (virtio 2.7.13.1). */
 	if (!g->conf.rx_indirect)
-		g->conf.rx_bufs = (uint16_t)(num / g->conf.rx_pieces < g->conf.rx_bufs ?
-			num / g->conf.rx_pieces : g->conf.rx_bufs);
+		g->conf.rx_bufs = (uint16_t)(num / chain_descs(g, g->conf.rx_pieces) <
+			g->conf.rx_bufs ? num / chain_descs(g, g->conf.rx_pieces) :
+			g->conf.rx_bufs);
 	g->next_port = FIRST_LOCAL_PORT;
 
 	g->priv = calloc(1, sizeof(*g->priv));
@@ -322,7 +345,7 @@ tx_desc_needed(const struct vfe_guest *g, const struct vfe_guest_slot *s, uint32
 		return 1;
 	for (i = 0; i < s->npieces && left; i++)
 		left -= left < s->len[i] ? left : s->len[i];
-	return i;
+	return chain_descs(g, i);
 }
 
 /* Put one packet on the tx ring (not published). -ENOSPC when out of descriptors. */
@@ -331,7 +354,7 @@ tx_packet(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt, const void *payl
 {
 	struct vfe_vq *tx = &g->v->vq[VFE_VSOCK_TX];
 	struct vfe_guest_priv *p = g->priv;
-	struct vfe_buf b[VFE_GUEST_MAX_PIECES];
+	struct vfe_buf b[VFE_GUEST_MAX_DESCS];
 	struct virtio_vsock_hdr h;
 	struct vfe_guest_slot *s;
 	uint32_t left = VFE_GUEST_HDR_LEN + pkt->len;
@@ -347,10 +370,10 @@ tx_packet(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt, const void *payl
 	slot_copy(s, 0, &h, VFE_GUEST_HDR_LEN, true);
 	if (pkt->len)
 		slot_copy(s, VFE_GUEST_HDR_LEN, (void *)(uintptr_t)payload, pkt->len, true);
-	for (i = 0; i < s->npieces && left; i++, n++) {
+	for (i = 0; i < s->npieces && left; i++) {
 		uint32_t l = left < s->len[i] ? left : s->len[i];
 
-		b[n] = (struct vfe_buf){ .gpa = s->gpa[i], .len = l };
+		chain_add(g, b, &n, (struct vfe_buf){ .gpa = s->gpa[i], .len = l });
 		left -= l;
 	}
 	rc = g->conf.tx_indirect ? vfe_vq_add_indirect(tx, b, n, s) : vfe_vq_add(tx, b, n, s);
@@ -375,6 +398,33 @@ tx_kick(struct vfe_guest *g)
 		vfe_vq_kick(tx);
 		g->kicks++;
 	}
+}
+
+int
+vfe_guest_send_empty(struct vfe_guest *g, unsigned int n)
+{
+	struct vfe_vq *tx = &g->v->vq[VFE_VSOCK_TX];
+	struct vfe_guest_priv *p = g->priv;
+	struct vfe_buf b[VFE_GUEST_MAX_DESCS];
+	struct vfe_guest_slot *s;
+	unsigned int i;
+	int rc;
+
+	if (n == 0 || n > VFE_GUEST_MAX_DESCS)
+		return -EINVAL;
+	if (p->tx_nfree == 0 || tx->num_free < n)
+		return -ENOSPC;
+	/* A slot all the same: its completion gives it back like any packet's. */
+	s = p->tx_free[p->tx_head];
+	for (i = 0; i < n; i++)
+		b[i] = (struct vfe_buf){ .gpa = s->gpa[0], .len = 0 };
+	rc = vfe_vq_add(tx, b, n, s);
+	if (rc < 0)
+		return rc;
+	p->tx_head = (p->tx_head + 1) % p->tx_num;
+	p->tx_nfree--;
+	tx_kick(g);
+	return 0;
 }
 
 static struct vfe_vsock_pkt

@@ -35,6 +35,8 @@ extern "C" {
 #define VFE_GUEST_MAX_PKT 65536u
 /** Descriptors one buffer may be split into (header piece included). */
 #define VFE_GUEST_MAX_PIECES 8
+/** Descriptors of one chain: its pieces, and with empty_descs an empty one around each. */
+#define VFE_GUEST_MAX_DESCS (2 * VFE_GUEST_MAX_PIECES + 1)
 /** Connections one guest can hold. */
 #define VFE_GUEST_MAX_CONNS 1024
 /** SEQPACKET message ends remembered per connection. */
@@ -75,6 +77,12 @@ struct vfe_guest_conf {
 	uint8_t tx_pieces;
 	/** Send tx packets as indirect tables. */
 	bool tx_indirect;
+	/**
+	 * Put an empty (zero-length) descriptor before, between and after the
+	 * pieces of every chain posted, tx and rx (virtio allows them; they
+	 * count against ring and indirect table sizes).
+	 */
+	bool empty_descs;
 	/** Largest payload per tx packet; 0 means 64 KiB. */
 	uint32_t tx_max_payload;
 	/** buf_alloc advertised by new connections; 0 means 256 KiB (Linux). */
@@ -226,6 +234,13 @@ int vfe_guest_send_msg(struct vfe_guest *g, struct vfe_guest_conn *c, const void
  */
 int vfe_guest_send_raw(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf,
 		uint32_t len, uint32_t flags);
+
+/**
+ * Put a tx chain of @p n (1..VFE_GUEST_MAX_DESCS) empty descriptors on the
+ * ring: no bytes at all, so no header (a device drops it). @return 0,
+ * -ENOSPC (ring), -EINVAL.
+ */
+int vfe_guest_send_empty(struct vfe_guest *g, unsigned int n);
 
 /** Send a control packet (no payload) on @p c: op and flags as given. */
 int vfe_guest_send_ctl(struct vfe_guest *g, struct vfe_guest_conn *c, uint16_t op,

@@ -97,6 +97,7 @@ struct outstanding {
 struct ref_chain {
 	uint16_t nr;
 	uint16_t np;
+	uint16_t empty;		/* empty descriptors: each takes one piece's room */
 	uint64_t rlen;
 	uint64_t wlen;
 	struct guest_mem_piece p[VIRTQ_CHAIN_MAX_PIECES];
@@ -207,7 +208,7 @@ static bool ref_translate(uint64_t gpa, uint32_t len, struct ref_chain *rc)
 		struct fregion *r = ref_region(gpa);
 		uint64_t chunk;
 
-		if (r == NULL || rc->np == VIRTQ_CHAIN_MAX_PIECES)
+		if (r == NULL || rc->np + rc->empty == VIRTQ_CHAIN_MAX_PIECES)
 			return false;
 		chunk = r->gpa + r->size - gpa;
 		if (chunk > left)
@@ -273,8 +274,6 @@ static bool ref_walk(uint16_t head, struct ref_chain *rc)
 			steps = 0;
 			continue;
 		}
-		if (len == 0)
-			return false;
 		if (flags & VRING_DESC_F_WRITE) {
 			seen_write = true;
 			rc->wlen += len;
@@ -285,7 +284,9 @@ static bool ref_walk(uint16_t head, struct ref_chain *rc)
 		}
 		if (rc->rlen > UINT32_MAX || rc->wlen > UINT32_MAX)
 			return false;
-		if (!ref_translate(addr, len, rc))
+		/* An empty buffer: no piece, its address unread, one piece's room used. */
+		if (len == 0 ? rc->np + rc->empty++ == VIRTQ_CHAIN_MAX_PIECES :
+				!ref_translate(addr, len, rc))
 			return false;
 		if (!seen_write)
 			rc->nr = rc->np;
@@ -321,7 +322,8 @@ static void check_chain(const struct virtq_chain *c, uint16_t slot_head)
 	CHECK(c->head == slot_head);
 	CHECK(c->head < F.size);
 	CHECK(c->nr_readable <= c->nr_pieces);
-	CHECK(c->nr_pieces >= 1 && c->nr_pieces <= VIRTQ_CHAIN_MAX_PIECES);
+	/* A chain of empty descriptors has no piece. */
+	CHECK(c->nr_pieces <= VIRTQ_CHAIN_MAX_PIECES);
 	for (i = 0; i < c->nr_pieces; i++) {
 		CHECK(c->pieces[i].len > 0);
 		CHECK(in_some_region(c->pieces[i].addr, c->pieces[i].len));

@@ -89,6 +89,25 @@ def virtq_seeds():
                           op(COMPLETE_REPEAT, 'BH', 0, 1) + op(FLUSH) + op(NOTIFY) +
                           op(COMPLETE_REPEAT, 'BH', 0, 65535) +
                           op(COMPLETE_REPEAT, 'BH', 0, 1) + op(FLUSH) + op(NOTIFY))
+    # Empty descriptors: first, in the middle of a split header, last, in an
+    # indirect table, a chain of nothing else, and writable ones in an rx chain.
+    s = vq_header(INDIRECT, 4, 4096)
+    s += set_desc(0, 0x800, 0, NEXT, 1) + set_desc(1, 0x100, 44, NEXT, 2)
+    s += set_desc(2, 0x200, 100, 0)
+    s += set_desc(3, 0x100, 20, NEXT, 4) + set_desc(4, 0x800, 0, NEXT, 5)
+    s += set_desc(5, 0x114, 24, 0)
+    s += set_desc(6, 0x100, 44, NEXT, 7) + set_desc(7, 0xfff0, 0, 0)
+    s += set_mem_desc(0x300, 0x100, 44, NEXT, 1) + set_mem_desc(0x310, 0x800, 0, NEXT, 2)
+    s += set_mem_desc(0x320, 0x200, 100, 0)
+    s += set_desc(8, 0x300, 48, INDIR)
+    s += set_desc(9, 0x800, 0, NEXT, 10) + set_desc(10, 0x800, 0, 0)
+    s += (set_desc(11, 0x800, 0, WRITEF | NEXT, 12) +
+          set_desc(12, 0x400, 64, WRITEF | NEXT, 13) + set_desc(13, 0x800, 0, WRITEF))
+    for head in (0, 3, 6, 8, 9, 11):
+        s += op(POST, 'H', head)
+    s += (op(DEQUEUE, 'B', 0xff) + op(READ, 'BHH', 1, 10, 40) + op(READ, 'BHH', 4, 0, 44) +
+          op(WRITE, 'BBHH', 5, 9, 0, 80) + op(COMPLETE_ALL) + op(FLUSH) + op(NOTIFY))
+    yield 'zero-len', s
 
 
 def vsock_hdr(src, dst, sport, dport, length, typ, opc, flags=0, buf_alloc=65536, fwd=0):

@@ -313,17 +313,27 @@ rg_poll(struct rawg *g)
 	return n;
 }
 
+/* How tx_put() lays a packet out in descriptors. */
+enum tx_layout {
+	TX_ONE,		/* one descriptor (of 0 bytes if buf_len is 0) */
+	TX_EMPTIES,	/* cut after 20 bytes, an empty descriptor before, between and after */
+	TX_EMPTIES_INDIRECT,	/* the same in an indirect table */
+};
+
 static int
 tx_put(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload, uint32_t plen,
-		uint32_t buf_len)
+		uint32_t buf_len, enum tx_layout layout)
 {
 	struct vfe_vq *tx = &g->v.vq[VFE_VSOCK_TX];
 	struct virtio_vsock_hdr hdr;
-	struct vfe_buf b;
+	struct vfe_buf b[5];
+	unsigned int n = 1;
+	uint32_t cut;
+	uint64_t gpa;
 	uint16_t i;
 	int rc;
 
-	if (buf_len > RG_TX_LEN || buf_len == 0)
+	if (buf_len > RG_TX_LEN)
 		return -EINVAL;
 	if (g->tx_nfree == 0)
 		rg_poll(g);
@@ -335,8 +345,20 @@ tx_put(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload, uin
 	memcpy(g->tx_buf[i], &hdr, buf_len < sizeof(hdr) ? buf_len : sizeof(hdr));
 	if (payload != NULL && plen != 0)
 		memcpy(g->tx_buf[i] + sizeof(hdr), payload, plen);
-	b = (struct vfe_buf){ .gpa = g->tx_gpa[i], .len = buf_len };
-	rc = vfe_vq_add(tx, &b, 1, (void *)(uintptr_t)(i + 1u));
+	gpa = g->tx_gpa[i];
+	b[0] = (struct vfe_buf){ .gpa = gpa, .len = buf_len };
+	if (layout != TX_ONE) {
+		cut = buf_len < 20 ? buf_len : 20;
+		b[0].len = 0;
+		b[1] = (struct vfe_buf){ .gpa = gpa, .len = cut };
+		b[2] = (struct vfe_buf){ .gpa = gpa + cut, .len = 0 };
+		b[3] = (struct vfe_buf){ .gpa = gpa + cut, .len = buf_len - cut };
+		b[4] = (struct vfe_buf){ .gpa = gpa + buf_len, .len = 0 };
+		n = 5;
+	}
+	rc = layout == TX_EMPTIES_INDIRECT ?
+		vfe_vq_add_indirect(tx, b, n, (void *)(uintptr_t)(i + 1u)) :
+		vfe_vq_add(tx, b, n, (void *)(uintptr_t)(i + 1u));
 	if (rc < 0) {
 		g->tx_nfree++;
 		return rc;
@@ -351,7 +373,17 @@ rg_send(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload)
 {
 	if (pkt->len > RG_TX_LEN - 44)
 		return -EINVAL;
-	return tx_put(g, pkt, payload, pkt->len, 44 + pkt->len);
+	return tx_put(g, pkt, payload, pkt->len, 44 + pkt->len, TX_ONE);
+}
+
+int
+rg_send_empties(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload,
+		bool indirect)
+{
+	if (pkt->len > RG_TX_LEN - 44)
+		return -EINVAL;
+	return tx_put(g, pkt, payload, pkt->len, 44 + pkt->len,
+		indirect ? TX_EMPTIES_INDIRECT : TX_EMPTIES);
 }
 
 uint64_t
@@ -373,7 +405,7 @@ rg_request_storm(struct rawg *g, uint32_t *gport, uint32_t hport, unsigned int m
 int
 rg_send_raw(struct rawg *g, const struct vfe_vsock_pkt *pkt, uint32_t buf_len)
 {
-	return tx_put(g, pkt, NULL, 0, buf_len);
+	return tx_put(g, pkt, NULL, 0, buf_len, TX_ONE);
 }
 
 int

@@ -135,10 +135,18 @@ int rg_send(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload
 uint64_t rg_request_storm(struct rawg *g, uint32_t *gport, uint32_t hport, unsigned int ms);
 
 /**
- * A buffer of @p buf_len bytes (may be shorter than a header) starting with @p pkt's header,
- * zeros after it, whatever @p pkt->len says.
+ * A buffer of @p buf_len bytes (may be shorter than a header, or 0: one empty descriptor)
+ * starting with @p pkt's header, zeros after it, whatever @p pkt->len says.
  */
 int rg_send_raw(struct rawg *g, const struct vfe_vsock_pkt *pkt, uint32_t buf_len);
+
+/**
+ * rg_send(), with the packet cut after its first 20 bytes (inside the header) and an empty
+ * descriptor before, between and after the two parts: 5 descriptors, or (@p indirect) an
+ * indirect table of 5 entries. Empty buffers are legal: the app must read the packet whole.
+ */
+int rg_send_empties(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload,
+		bool indirect);
 
 /** Poll the raw guest until @p cond holds or @p ms passed: the last value of cond. */
 #define RG_WAIT(g, cond, ms) ({ \

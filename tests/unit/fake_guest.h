@@ -179,7 +179,8 @@ static inline int in_memory(const struct guest_mem_piece *p)
 /*
  * What is wrong with a chain the engine accepted from a random ring of
  * size entries: whatever the ring held, the chain must be consistent and
- * each of its pieces non-empty and wholly inside guest memory.
+ * each of its pieces non-empty and wholly inside guest memory. A chain of
+ * empty descriptors has no piece at all, and is consistent.
  */
 static inline unsigned int chain_faults(const struct virtq_chain *c, uint16_t size)
 {
@@ -187,7 +188,7 @@ static inline unsigned int chain_faults(const struct virtq_chain *c, uint16_t si
 	uint64_t rl = 0, wl = 0;
 
 	if (c->head >= size || c->nr_readable > c->nr_pieces ||
-			c->nr_pieces > VIRTQ_CHAIN_MAX_PIECES || c->nr_pieces == 0)
+			c->nr_pieces > VIRTQ_CHAIN_MAX_PIECES)
 		bad++;
 	for (j = 0; j < c->nr_pieces && j < VIRTQ_CHAIN_MAX_PIECES; j++) {
 		if (!in_memory(&c->pieces[j]) || c->pieces[j].len == 0)

@@ -518,10 +518,57 @@ static void b_addr_past_end(struct drv *d)
 	post(d, 0);
 }
 
-static void b_len0(struct drv *d)
+/* An empty writable descriptor before a readable one: the order rule holds for empties too. */
+static void b_order_empty(struct drv *d)
 {
-	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 1);
-	set_desc(d->desc, 1, R0_GPA, 0, WRITE, 0);
+	set_desc(d->desc, 0, R0_GPA, 0, WRITE | NEXT, 1);
+	set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
+	post(d, 0);
+}
+
+/* An empty readable descriptor after a writable one. */
+static void b_order_empty_after(struct drv *d)
+{
+	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, WRITE | NEXT, 1);
+	set_desc(d->desc, 1, R0_GPA, 0, 0, 0);
+	post(d, 0);
+}
+
+/* 64 one-byte buffers and one empty descriptor: the empty one takes the 65th piece's room. */
+static void b_pieces_empty(struct drv *d)
+{
+	struct vring_desc *t = table_at_end(d, VIRTQ_CHAIN_MAX_PIECES + 1, 0);
+	uint64_t b = gbuf(&d->next_gpa, 1, 0);
+	uint16_t i;
+
+	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
+		set_desc(t, i, b, i == 10 ? 0 : 1, i < VIRTQ_CHAIN_MAX_PIECES ? NEXT : 0, i + 1);
+	post(d, 0);
+}
+
+/* 65 empty descriptors: bounded like 65 pieces, whatever the table's size. */
+static void b_empties(struct drv *d)
+{
+	struct vring_desc *t = table_at_end(d, VIRTQ_CHAIN_MAX_PIECES + 1, 0);
+	uint16_t i;
+
+	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
+		set_desc(t, i, R0_GPA, 0, i < VIRTQ_CHAIN_MAX_PIECES ? NEXT : 0, i + 1);
+	post(d, 0);
+}
+
+/* A loop of empty descriptors still ends as a loop. */
+static void b_empty_loop(struct drv *d)
+{
+	set_desc(d->desc, 0, R0_GPA, 0, NEXT, 1);
+	set_desc(d->desc, 1, R0_GPA, 0, NEXT, 0);
+	post(d, 0);
+}
+
+/* An empty descriptor does not excuse a bad next. */
+static void b_empty_next(struct drv *d)
+{
+	set_desc(d->desc, 0, R0_GPA, 0, NEXT, 8);
 	post(d, 0);
 }
 
@@ -577,11 +624,134 @@ static void test_broken(void)
 	expect_broken(F_INDIRECT, b_ind_pieces, VIRTQ_ERR_PIECES, "65 buffers in one chain");
 	expect_broken(0, b_addr_outside, VIRTQ_ERR_DESC_ADDR, "buffer outside memory");
 	expect_broken(0, b_addr_past_end, VIRTQ_ERR_DESC_ADDR, "buffer running off the end");
-	expect_broken(0, b_len0, VIRTQ_ERR_DESC_LEN, "zero-length buffer");
+	expect_broken(0, b_order_empty, VIRTQ_ERR_DESC_ORDER, "readable after empty writable");
+	expect_broken(0, b_order_empty_after, VIRTQ_ERR_DESC_ORDER,
+			"empty readable after writable");
+	expect_broken(F_INDIRECT, b_pieces_empty, VIRTQ_ERR_PIECES,
+			"64 buffers and one empty descriptor");
+	expect_broken(F_INDIRECT, b_empties, VIRTQ_ERR_PIECES, "65 empty descriptors");
+	expect_broken(0, b_empty_loop, VIRTQ_ERR_LOOP, "loop of empty descriptors");
+	expect_broken(0, b_empty_next, VIRTQ_ERR_NEXT, "empty descriptor with next == size");
 	expect_broken(0, b_len_4g_small, VIRTQ_ERR_DESC_ADDR, "4 GiB - 1 buffer in 64 KiB");
 	expect_broken(0, b_len_4g_total, VIRTQ_ERR_CHAIN_LEN, "readable total of 4 GiB");
 	expect_broken(0, b_len_4g_writable, VIRTQ_ERR_CHAIN_LEN, "writable total of 4 GiB");
 	expect_broken(0, b_order, VIRTQ_ERR_DESC_ORDER, "readable after writable");
+}
+
+/* A sentinel the device must neither read as data nor write: where empty descriptors point. */
+#define SENTINEL 0xee
+
+/*
+ * Empty descriptors are legal (virtio does not forbid them; Linux vhost skips
+ * them): a chain's bytes are those of its non-empty descriptors, wherever the
+ * empty ones sit, and a chain of empty ones only is a chain with no bytes.
+ */
+static void test_zero_len(void)
+{
+	struct drv *d = drv_new(16, 0, F_INDIRECT);
+	struct virtq_chain c[8];
+	uint64_t hdr = gbuf(&d->next_gpa, 44, 0x20), pay = gbuf(&d->next_gpa, 100, 0x20 + 44);
+	uint64_t h1 = gbuf(&d->next_gpa, 20, 0x60), h2 = gbuf(&d->next_gpa, 124, 0x60 + 20);
+	uint64_t sent = gbuf(&d->next_gpa, 64, 0), rx1 = gbuf(&d->next_gpa, 64, 0);
+	uint64_t rx2 = gbuf(&d->next_gpa, 32, 0), tgpa = R1_GPA + 0x200;
+	uint64_t ok_buf = gbuf(&d->next_gpa, 44, 0x30);
+	struct vring_desc t[4];
+	uint8_t buf[160], out[96];
+	unsigned int i;
+	uint32_t len;
+
+	memset(hva(sent), SENTINEL, 64);
+	/* First: 0 -> 1 -> 2, the empty one first. */
+	set_desc(d->desc, 0, sent, 0, NEXT, 1);
+	set_desc(d->desc, 1, hdr, 44, NEXT, 2);
+	set_desc(d->desc, 2, pay, 100, 0, 0);
+	/* Middle, with the header split around it: 3 -> 4 -> 5. */
+	set_desc(d->desc, 3, h1, 20, NEXT, 4);
+	set_desc(d->desc, 4, sent, 0, NEXT, 5);
+	set_desc(d->desc, 5, h2, 124, 0, 0);
+	/* Last, pointing outside guest memory: an empty buffer's address names no byte. */
+	set_desc(d->desc, 6, hdr, 44, NEXT, 7);
+	set_desc(d->desc, 7, pay, 100, NEXT, 8);
+	set_desc(d->desc, 8, GAP_GPA, 0, 0, 0);
+	/* An indirect table holding one, between header and payload. */
+	set_desc(t, 0, hdr, 44, NEXT, 1);
+	set_desc(t, 1, sent, 0, NEXT, 2);
+	set_desc(t, 2, pay, 100, 0, 0);
+	memcpy(hva(tgpa), t, 3 * sizeof(t[0]));
+	set_desc(d->desc, 9, tgpa, 3 * sizeof(t[0]), INDIR, 0);
+	/* Nothing but empty descriptors, then an ordinary chain behind it. */
+	set_desc(d->desc, 10, sent, 0, NEXT, 11);
+	set_desc(d->desc, 11, GAP_GPA, 0, 0, 0);
+	set_desc(d->desc, 12, ok_buf, 44, 0, 0);
+	post(d, 0);
+	post(d, 3);
+	post(d, 6);
+	post(d, 9);
+	post(d, 10);
+	post(d, 12);
+
+	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 6 && !d->vq.broken,
+			"zero-len: six chains dequeued, queue not broken");
+	tap_ok(c[0].head == 0 && c[0].nr_readable == 2 && c[0].nr_pieces == 2 &&
+			c[0].readable_len == 144 && c[0].pieces[0].addr == hva(hdr) &&
+			virtq_chain_read(&c[0], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty descriptor first: the 144 bytes of the other two");
+	tap_ok(c[1].head == 3 && c[1].nr_pieces == 2 && c[1].readable_len == 144 &&
+			virtq_chain_read(&c[1], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x60),
+			"zero-len: empty descriptor in the middle of a split header: bytes exact");
+	tap_ok(virtq_chain_read(&c[1], 10, buf, 40) == 40 && check_bytes(buf, 40, 0x60 + 10),
+			"zero-len: a read across the empty descriptor's place is seamless");
+	tap_ok(c[2].head == 6 && c[2].nr_pieces == 2 && c[2].readable_len == 144 &&
+			virtq_chain_read(&c[2], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty descriptor last (address outside memory): bytes exact");
+	tap_ok(c[3].head == 9 && c[3].nr_pieces == 2 && c[3].readable_len == 144 &&
+			virtq_chain_read(&c[3], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty entry in an indirect table: bytes exact");
+	tap_ok(c[4].head == 10 && c[4].nr_readable == 0 && c[4].nr_pieces == 0 &&
+			c[4].readable_len == 0 && c[4].writable_len == 0 &&
+			virtq_chain_read(&c[4], 0, buf, 44) == 0,
+			"zero-len: a chain of empty descriptors only has no bytes");
+	tap_ok(c[5].head == 12 && c[5].readable_len == 44 &&
+			virtq_chain_read(&c[5], 0, buf, 44) == 44 && check_bytes(buf, 44, 0x30),
+			"zero-len: the chain behind it is served");
+	for (i = 0; i < 6; i++)
+		virtq_complete(&d->vq, c[i].head, 0);
+	virtq_flush(&d->vq);
+	tap_ok(used_idx(d) == 6 && le32toh(d->used->ring[4].id) == 10 &&
+			le32toh(d->used->ring[4].len) == 0,
+			"zero-len: the empty chain's head goes back in the used ring with len 0");
+
+	/* rx: empty writable descriptors add no room; bytes land only in the others. */
+	set_desc(d->desc, 13, sent, 0, WRITE | NEXT, 14);
+	set_desc(d->desc, 14, rx1, 64, WRITE | NEXT, 15);
+	set_desc(d->desc, 15, sent, 0, WRITE | NEXT, 0);
+	set_desc(d->desc, 0, rx2, 32, WRITE | NEXT, 1);
+	set_desc(d->desc, 1, sent, 0, WRITE, 0);
+	/* And an rx chain with no room at all. */
+	set_desc(d->desc, 2, sent, 0, WRITE, 0);
+	post(d, 13);
+	post(d, 2);
+	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 2 && !d->vq.broken && c[0].head == 13 &&
+			c[0].nr_readable == 0 && c[0].nr_pieces == 2 && c[0].writable_len == 96 &&
+			c[0].pieces[0].addr == hva(rx1) && c[0].pieces[1].addr == hva(rx2),
+			"zero-len rx: room is 64 + 32, empty descriptors add none");
+	for (i = 0; i < sizeof(out); i++)
+		out[i] = (uint8_t)(0x90 + i);
+	len = virtq_chain_write(&c[0], 0, out, sizeof(out));
+	tap_ok(len == 96 && check_bytes(hva(rx1), 64, 0x90) && check_bytes(hva(rx2), 32, 0x90 + 64),
+			"zero-len rx: 96 bytes written, in order, into the two non-empty buffers");
+	for (i = 0; i < 64; i++)
+		if (((uint8_t *)hva(sent))[i] != SENTINEL)
+			break;
+	tap_ok(i == 64, "zero-len rx: nothing written where the empty descriptors point");
+	tap_ok(c[1].head == 2 && c[1].nr_pieces == 0 && c[1].writable_len == 0 &&
+			virtq_chain_write(&c[1], 0, out, 1) == 0,
+			"zero-len rx: a chain of empty writable descriptors has no room");
+	drv_free(d);
 }
 
 static void test_big_ok(void)
@@ -776,6 +946,7 @@ int main(void)
 	test_burst_and_unget();
 	test_indirect();
 	test_broken();
+	test_zero_len();
 	test_big_ok();
 	test_partial_burst();
 	test_event_idx();

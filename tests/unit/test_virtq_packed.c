@@ -522,12 +522,28 @@ static void b_ind_pieces(struct drv *d)
 	post1(d, t, (VIRTQ_CHAIN_MAX_PIECES + 1) * 16, INDIR, 0);
 }
 
-static void b_ind_entry_len0(struct drv *d)
+/* 64 one-byte entries and one empty one: the empty one takes the 65th piece's room. */
+static void b_ind_pieces_empty(struct drv *d)
+{
+	uint64_t t, b = R0_GPA;
+	struct vring_packed_desc *e = table(d, VIRTQ_CHAIN_MAX_PIECES + 1, &t);
+	unsigned int i;
+
+	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
+		e[i] = (struct vring_packed_desc){ htole64(b), htole32(i == 7 ? 0 : 1), 0, 0 };
+	post1(d, t, (VIRTQ_CHAIN_MAX_PIECES + 1) * 16, INDIR, 0);
+}
+
+/* 65 empty entries: bounded like 65 pieces, whatever the table's size. */
+static void b_ind_empties(struct drv *d)
 {
 	uint64_t t;
+	struct vring_packed_desc *e = table(d, VIRTQ_CHAIN_MAX_PIECES + 1, &t);
+	unsigned int i;
 
-	table(d, 1, &t)[0] = (struct vring_packed_desc){ htole64(R0_GPA), 0, 0, 0 };
-	post1(d, t, 16, INDIR, 0);
+	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
+		e[i] = (struct vring_packed_desc){ htole64(R0_GPA), 0, 0, 0 };
+	post1(d, t, (VIRTQ_CHAIN_MAX_PIECES + 1) * 16, INDIR, 0);
 }
 
 static void b_addr_outside(struct drv *d)
@@ -540,11 +556,26 @@ static void b_addr_past_end(struct drv *d)
 	post1(d, R1_GPA + R1_SIZE - 4, 8, 0, 0);
 }
 
-static void b_len0(struct drv *d)
+/* An empty writable descriptor before a readable one: the order rule holds for empties too. */
+static void b_order_empty(struct drv *d)
 {
-	struct buf two[2] = { { gbuf(&d->next_gpa, 8, 0), 8, 0 }, { R0_GPA, 0, WRITE } };
+	struct buf two[2] = { { R0_GPA, 0, WRITE }, { gbuf(&d->next_gpa, 8, 0), 8, 0 } };
 
 	post(d, two, 2, 0);
+}
+
+/* An empty readable descriptor after a writable one. */
+static void b_order_empty_after(struct drv *d)
+{
+	struct buf two[2] = { { gbuf(&d->next_gpa, 8, 0), 8, WRITE }, { R0_GPA, 0, 0 } };
+
+	post(d, two, 2, 0);
+}
+
+/* An empty descriptor does not excuse a bad buffer id. */
+static void b_empty_id(struct drv *d)
+{
+	post1(d, R0_GPA, 0, 0, 8);
 }
 
 static void b_len_4g_total(struct drv *d)
@@ -580,12 +611,124 @@ static void test_broken(void)
 	expect_broken(F_INDIRECT, b_ind_past_end, VIRTQ_ERR_INDIRECT_ADDR,
 			"table past memory's end");
 	expect_broken(F_INDIRECT, b_ind_pieces, VIRTQ_ERR_PIECES, "65 entries, 65 pieces");
-	expect_broken(F_INDIRECT, b_ind_entry_len0, VIRTQ_ERR_DESC_LEN, "table entry of 0 bytes");
+	expect_broken(F_INDIRECT, b_ind_pieces_empty, VIRTQ_ERR_PIECES,
+			"64 entries and one empty entry");
+	expect_broken(F_INDIRECT, b_ind_empties, VIRTQ_ERR_PIECES, "65 empty entries");
 	expect_broken(0, b_addr_outside, VIRTQ_ERR_DESC_ADDR, "buffer in the gap");
 	expect_broken(0, b_addr_past_end, VIRTQ_ERR_DESC_ADDR, "buffer past memory's end");
-	expect_broken(0, b_len0, VIRTQ_ERR_DESC_LEN, "buffer of 0 bytes");
+	expect_broken(0, b_order_empty, VIRTQ_ERR_DESC_ORDER, "readable after empty writable");
+	expect_broken(0, b_order_empty_after, VIRTQ_ERR_DESC_ORDER,
+			"empty readable after writable");
+	expect_broken(0, b_empty_id, VIRTQ_ERR_HEAD, "empty buffer with id = size");
 	expect_broken(0, b_len_4g_total, VIRTQ_ERR_CHAIN_LEN, "readable total of 4 GiB");
 	expect_broken(0, b_order, VIRTQ_ERR_DESC_ORDER, "readable after writable");
+}
+
+/* A sentinel the device must neither read as data nor write: where empty descriptors point. */
+#define SENTINEL 0xee
+
+/*
+ * Empty descriptors are legal (virtio does not forbid them; Linux vhost skips
+ * them): a chain's bytes are those of its non-empty descriptors, wherever the
+ * empty ones sit, and a chain of empty ones only is a chain with no bytes.
+ */
+static void test_zero_len(void)
+{
+	struct drv *d = drv_new(16, WRAP, F_INDIRECT);
+	struct virtq_chain c[8];
+	uint64_t hdr = gbuf(&d->next_gpa, 44, 0x20), pay = gbuf(&d->next_gpa, 100, 0x20 + 44);
+	uint64_t h1 = gbuf(&d->next_gpa, 20, 0x60), h2 = gbuf(&d->next_gpa, 124, 0x60 + 20);
+	uint64_t sent = gbuf(&d->next_gpa, 64, 0), rx1 = gbuf(&d->next_gpa, 64, 0);
+	uint64_t rx2 = gbuf(&d->next_gpa, 32, 0), ok_buf = gbuf(&d->next_gpa, 44, 0x30);
+	uint64_t tgpa = R1_GPA + 0x200;
+	struct buf first[3] = { { sent, 0, 0 }, { hdr, 44, 0 }, { pay, 100, 0 } };
+	struct buf middle[3] = { { h1, 20, 0 }, { sent, 0, 0 }, { h2, 124, 0 } };
+	struct buf last[3] = { { hdr, 44, 0 }, { pay, 100, 0 }, { GAP_GPA, 0, 0 } };
+	struct buf empty[2] = { { sent, 0, 0 }, { GAP_GPA, 0, 0 } };
+	struct buf rx[5] = { { sent, 0, WRITE }, { rx1, 64, WRITE }, { sent, 0, WRITE },
+		{ rx2, 32, WRITE }, { sent, 0, WRITE } };
+	struct vring_packed_desc *t = hva(tgpa);
+	uint8_t buf[160], out[96];
+	unsigned int i;
+	uint32_t len;
+	int id;
+
+	memset(hva(sent), SENTINEL, 64);
+	t[0] = (struct vring_packed_desc){ htole64(hdr), htole32(44), 0, 0 };
+	t[1] = (struct vring_packed_desc){ htole64(sent), 0, 0, 0 };
+	t[2] = (struct vring_packed_desc){ htole64(pay), htole32(100), 0, 0 };
+	post(d, first, 3, 0);
+	post(d, middle, 3, 1);
+	/* The last one's address is outside guest memory: an empty buffer's names no byte. */
+	post(d, last, 3, 2);
+	post1(d, tgpa, 3 * 16, INDIR, 3);
+	post(d, empty, 2, 4);
+	post1(d, ok_buf, 44, 0, 5);
+
+	tap_ok(vq_dequeue_burst(&d->vq, c, 8) == 6 && !d->vq.broken,
+			"zero-len: six chains dequeued, queue not broken");
+	tap_ok(c[0].head == 0 && c[0].ndescs == 3 && c[0].nr_readable == 2 &&
+			c[0].nr_pieces == 2 && c[0].readable_len == 144 &&
+			virtq_chain_read(&c[0], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty descriptor first: the 144 bytes of the other two");
+	tap_ok(c[1].head == 1 && c[1].nr_pieces == 2 && c[1].readable_len == 144 &&
+			virtq_chain_read(&c[1], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x60) &&
+			virtq_chain_read(&c[1], 10, buf, 40) == 40 && check_bytes(buf, 40, 0x60 + 10),
+			"zero-len: empty descriptor in the middle of a split header: bytes exact");
+	tap_ok(c[2].head == 2 && c[2].ndescs == 3 && c[2].nr_pieces == 2 &&
+			c[2].readable_len == 144 &&
+			virtq_chain_read(&c[2], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty descriptor last (address outside memory): bytes exact");
+	tap_ok(c[3].head == 3 && c[3].ndescs == 1 && c[3].nr_pieces == 2 &&
+			c[3].readable_len == 144 &&
+			virtq_chain_read(&c[3], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty entry in an indirect table: bytes exact");
+	tap_ok(c[4].head == 4 && c[4].ndescs == 2 && c[4].nr_pieces == 0 &&
+			c[4].readable_len == 0 && c[4].writable_len == 0 &&
+			virtq_chain_read(&c[4], 0, buf, 44) == 0,
+			"zero-len: a chain of empty descriptors only has no bytes");
+	tap_ok(c[5].head == 5 && c[5].readable_len == 44 &&
+			virtq_chain_read(&c[5], 0, buf, 44) == 44 && check_bytes(buf, 44, 0x30),
+			"zero-len: the chain behind it is served");
+	for (i = 0; i < 6; i++)
+		vq_complete(&d->vq, &c[i], 0);
+	vq_flush(&d->vq);
+	for (i = 0; i < 4; i++)
+		get_used(d, c[i].ndescs, NULL);
+	id = get_used(d, 2, &len);
+	tap_ok(id == 4 && len == 0 && get_used(d, 1, NULL) == 5,
+			"zero-len: the empty chain's id goes back used with len 0, in its place");
+
+	/* rx: empty writable descriptors add no room; bytes land only in the others. */
+	post(d, rx, 5, 6);
+	post1(d, sent, 0, WRITE, 7);
+	tap_ok(vq_dequeue_burst(&d->vq, c, 8) == 2 && !d->vq.broken && c[0].head == 6 &&
+			c[0].ndescs == 5 && c[0].nr_readable == 0 && c[0].nr_pieces == 2 &&
+			c[0].writable_len == 96 && c[0].pieces[0].addr == hva(rx1) &&
+			c[0].pieces[1].addr == hva(rx2),
+			"zero-len rx: room is 64 + 32, empty descriptors add none");
+	for (i = 0; i < sizeof(out); i++)
+		out[i] = (uint8_t)(0x90 + i);
+	tap_ok(virtq_chain_write(&c[0], 0, out, sizeof(out)) == 96 &&
+			check_bytes(hva(rx1), 64, 0x90) && check_bytes(hva(rx2), 32, 0x90 + 64),
+			"zero-len rx: 96 bytes written, in order, into the two non-empty buffers");
+	for (i = 0; i < 64; i++)
+		if (((uint8_t *)hva(sent))[i] != SENTINEL)
+			break;
+	tap_ok(i == 64, "zero-len rx: nothing written where the empty descriptors point");
+	tap_ok(c[1].head == 7 && c[1].nr_pieces == 0 && c[1].writable_len == 0 &&
+			virtq_chain_write(&c[1], 0, out, 1) == 0,
+			"zero-len rx: a chain of one empty writable descriptor has no room");
+	vq_complete(&d->vq, &c[0], 96);
+	vq_complete(&d->vq, &c[1], 0);
+	vq_flush(&d->vq);
+	tap_ok(get_used(d, 5, &len) == 6 && len == 96 && get_used(d, 1, &len) == 7 && len == 0,
+			"zero-len rx: both used, 96 and 0 bytes");
+	drv_free(d);
 }
 
 /*
@@ -833,6 +976,7 @@ int main(void)
 	test_burst_and_unget();
 	test_indirect();
 	test_indirect_bounded();
+	test_zero_len();
 	test_broken();
 	test_partial_burst();
 	test_outstanding();
