@@ -134,7 +134,10 @@ for kind in shared static; do
 	cp -r "$root/share/doc/dpdk-vsock/examples/vsock-native-example" "$dir"
 	args=()
 	[[ $kind == static ]] && args=(static=1)
-	make -C "$dir" "${args[@]}" >"$dir/build.log" 2>&1
+	# A sanitized build installs a sanitized library: its users must link the runtimes.
+	san=
+	[[ $(opt sanitize) == True ]] && san=-fsanitize=address,undefined
+	CFLAGS=$san LDFLAGS=$san make -C "$dir" "${args[@]}" >"$dir/build.log" 2>&1
 	ok $? "$kind: make in a copy of the installed example outside the tree"
 	sed 's/^/# /' "$dir/build.log" | head -20
 	if [[ $kind == shared ]]; then
