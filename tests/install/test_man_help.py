@@ -7,18 +7,12 @@ Usage: test_man_help.py APP MANPAGE (TAP)."""
 import re
 import subprocess
 import sys
+
+import tap
+from tap import ok
 import tempfile
 
 app, manpage = sys.argv[1], sys.argv[2]
-n = 0
-failed = False
-
-
-def ok(cond, what):
-    global n, failed
-    n += 1
-    failed |= not cond
-    print(f"{'ok' if cond else 'not ok'} {n} - {what}")
 
 
 def man_section(text, name):
@@ -79,5 +73,4 @@ missing = sorted(c for c in cmds if not any(m.startswith(c) for m in man_cmds))
 ok(not missing, f"every console command is in the man page (missing: {missing})")
 extra = sorted(m for m in man_cmds if not any(m.startswith(c) for c in cmds))
 ok(not extra, f"every man page command is a console command (not one: {extra})")
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+tap.done()

@@ -10,19 +10,13 @@ import signal
 import socket
 import subprocess
 import sys
+
+import tap
+from tap import ok
 import tempfile
 import time
 
 app, have = sys.argv[1], sys.argv[2] == "true"
-n = 0
-failed = False
-
-
-def ok(cond, what):
-    global n, failed
-    n += 1
-    failed |= not cond
-    print(f"{'ok' if cond else 'not ok'} {n} - {what}", flush=True)
 
 
 def recv_until(sock, want, timeout, proc):
@@ -82,11 +76,10 @@ with tempfile.TemporaryDirectory(prefix="vsock-notify-") as d:
         log.seek(0)
         out = log.read()
         ok("\x1b" not in out, "no terminal escapes in what the journal would record")
-        if failed:
+        if tap.failed:
             print("".join(f"# {l}\n" for l in out.splitlines()[-20:]), end="")
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+tap.done()
