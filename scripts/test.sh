@@ -2,9 +2,11 @@
 # Set up, build and run every test; the last line is "N passed, N failed, N skipped"
 # (skipped: TAP TODO/SKIP directives, known gaps that are reported, not hidden).
 #
-# Three passes: the whole suite on the normal build, the whole suite again on an
-# ASan+UBSan build (the benchmark smoke aside), and each libFuzzer target for a
-# bounded time. Usage: scripts/test.sh [meson test arguments, e.g. --suite unit];
+# Four passes: the whole suite on the normal build, the whole suite again on an
+# ASan+UBSan build (the benchmark smoke aside), each libFuzzer target for a
+# bounded time, and the Debian packages built, installed and serving the attach test
+# (scripts/package.sh; each of the last two counts as one result).
+# Usage: scripts/test.sh [meson test arguments, e.g. --suite unit];
 # with arguments only the first pass runs, with those arguments.
 # Environment: VSOCK_FUZZ_SECONDS (default 20) per fuzz target.
 set -euo pipefail
@@ -39,6 +41,14 @@ if (($# == 0)); then
 		extra_passed=1
 	else
 		extra_failed=1
+		status=1
+	fi
+
+	echo "test: Debian packages (scripts/package.sh --test)"
+	if "$VSOCK_TOP/scripts/package.sh" --test "$VSOCK_BUILD" "$VSOCK_BUILD-deb"; then
+		extra_passed=$((extra_passed + 1))
+	else
+		extra_failed=$((extra_failed + 1))
 		status=1
 	fi
 fi

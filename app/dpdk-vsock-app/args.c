@@ -231,7 +231,7 @@ int app_idle_us_parse(const char *s, unsigned int *idle_us, char *err, size_t er
 
 enum {
 	OPT_VM = 256, OPT_CONFIG, OPT_BURST, OPT_STATS_PERIOD, OPT_USED_PUBLISH, OPT_WAIT_MODE,
-	OPT_MBUFS, OPT_IDLE_US,
+	OPT_MBUFS, OPT_IDLE_US, OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -245,6 +245,7 @@ static const struct option long_opts[] = {
 	{ "wait-mode", required_argument, NULL, OPT_WAIT_MODE },
 	{ "idle-us", required_argument, NULL, OPT_IDLE_US },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -291,6 +292,17 @@ int app_opt_set(const char *name, const char *val, struct app_opts *opts, char *
 		    "used-publish, wait-mode, idle-us)", name);
 }
 
+bool app_opt_known(const char *name)
+{
+	const struct option *o;
+
+	for (o = long_opts; o->name; o++) {
+		if (strcmp(o->name, name) == 0)
+			return true;
+	}
+	return false;
+}
+
 int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size_t err_len)
 {
 	int opt;
@@ -305,6 +317,9 @@ int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size
 			break;
 		case 'h':
 			opts->help = true;
+			break;
+		case OPT_VERSION:
+			opts->version = true;
 			break;
 		case ':':
 			return fail(err, err_len, "option '%s' needs a value", argv[optind - 1]);

@@ -11,6 +11,8 @@
 struct app_opts {
 	struct vsock_pmd_conf pmd;
 	bool help;
+	/** --version: print the versions and exit. */
+	bool version;
 	/** -i: a command console on stdin (console.h). */
 	bool interactive;
 	/** --stats-period: seconds between statistics displays, 0 for none. */
@@ -27,11 +29,14 @@ void app_opts_init(struct app_opts *opts);
  * --vm cid=N,socket=PATH,uds=PATH (repeatable), --config FILE, --burst N, --mbufs N,
  * -i/--interactive,
  * --stats-period S, --used-publish batch|per-entry, --wait-mode poll|notify|adaptive,
- * --idle-us N, -h/--help.
+ * --idle-us N, -h/--help, --version.
  * Does not validate across VMs: call app_opts_validate() afterwards.
  * @return 0, or -1 with @p err filled.
  */
 int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size_t err_len);
+
+/** Whether @p name (without "--") is one of the long options app_args_parse() takes. */
+bool app_opt_known(const char *name);
 
 /** Parse one "cid=N,socket=PATH,uds=PATH" description and append it to @p opts. */
 int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_len);

@@ -3,6 +3,11 @@
  * dpdk-vsock-app: EAL arguments, then "--", then ours. The application
  * arguments are checked before the EAL starts, so a typo costs no hugepage
  * setup and leaves no socket behind.
+ *
+ * Exit status (dpdk-vsock-app(8)): 0 after a stop signal or the console's "quit", and
+ * for --help and --version; 1 when it cannot start (the configuration names sockets it
+ * cannot use, the EAL or the engine fails); 2 when the command line or a config file is
+ * wrong (the unit does not restart on that: RestartPreventExitStatus=2).
  */
 #include <errno.h>
 #include <poll.h>
@@ -18,8 +23,13 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <rte_version.h>
 
 #include <vsock_pmd.h>
+#include <vsock_pmd_version.h>
+#ifdef VSOCK_HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include "args.h"
 #include "console.h"
@@ -28,6 +38,9 @@
 /* Host sockets a VM can hold (its connection table, CONNECT lines included), and the rest. */
 #define FDS_PER_VM 1024
 #define FDS_RESERVED 256
+
+/* Exit status for a wrong command line or config file. */
+#define EXIT_USAGE 2
 
 /*
  * Every vsock connection holds a host socket. With the usual soft limit of 1024
@@ -74,12 +87,33 @@ static void usage(const char *prog)
 	       "                  vhost-vsock does, or poll and sleep once idle for a while\n"
 	       "  --idle-us N     adaptive: poll N us after the last work, back off N us more,\n"
 	       "                  then sleep; 1..%u (default %u)\n"
-	       "  -h, --help      this text\n"
+	       "  -h, --help      this text (before \"--\": the EAL's options, then these)\n"
+	       "  --version       the version and the DPDK version it was built with\n"
 	       "The main lcore does control work; every other EAL lcore polls VMs.\n"
-	       "Counters are also served as telemetry: dpdk-telemetry.py, /vsock/...\n",
+	       "Counters are also served as telemetry: dpdk-telemetry.py, /vsock/...\n"
+	       "Exit status: 0 stopped (signal or quit), 1 cannot start, 2 bad command line\n"
+	       "or config file. See dpdk-vsock-app(8).\n",
 	       prog, VSOCK_PMD_BURST_MAX, VSOCK_PMD_BURST_DEFAULT, VSOCK_PMD_MBUFS_MIN,
 	       VSOCK_PMD_MBUFS_MAX, VSOCK_PMD_MBUFS_DEFAULT, VSOCK_PMD_IDLE_US_MAX,
 	       VSOCK_PMD_IDLE_US_DEFAULT);
+}
+
+static void version(void)
+{
+	printf("dpdk-vsock-app %s (libvsock_pmd %s)\n"
+	       "built with DPDK %d.%02d.%d, running with %s\n",
+	       VSOCK_PMD_VERSION, vsock_pmd_version(), RTE_VER_YEAR, RTE_VER_MONTH,
+	       RTE_VER_MINOR, rte_version());
+}
+
+/* Tell systemd (Type=notify) where the service stands; nothing when not run by it. */
+static void notify(const char *state)
+{
+#ifdef VSOCK_HAVE_LIBSYSTEMD
+	sd_notify(0, state);
+#else
+	RTE_SET_USED(state);
+#endif
 }
 
 static uint64_t now_ms(void)
@@ -161,6 +195,49 @@ static int find_separator(int argc, char **argv)
 	return argc;
 }
 
+static bool eal_help(int sep, char **argv)
+{
+	int i;
+
+	for (i = 1; i < sep; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Look at the EAL part before the EAL does: --version and -h/--help are answered there
+ * too, and an application option given before "--" gets a hint rather than the EAL's
+ * "unrecognized option". Returns -1 to go on, or the exit status.
+ */
+static int check_eal_part(int sep, char **argv)
+{
+	int i;
+
+	for (i = 1; i < sep; i++) {
+		const char *a = argv[i];
+		char name[32];
+
+		if (strcmp(a, "--version") == 0) {
+			version();
+			return EXIT_SUCCESS;
+		}
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+			continue;	/* the EAL prints its usage, then ours (the hook) */
+		if (strncmp(a, "--", 2) != 0)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(a + 2, "="), a + 2);
+		if (app_opt_known(name)) {
+			fprintf(stderr, "%s: '%s' is an application option: application options "
+				"go after `--` (%s [EAL options] -- %s ...)\n",
+				argv[0], a, argv[0], a);
+			return EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	static struct app_opts opts;
@@ -170,12 +247,26 @@ int main(int argc, char **argv)
 	int rc, sig;
 
 	app_opts_init(&opts);
+	rc = check_eal_part(sep, argv);
+	if (rc >= 0)
+		return rc;
 	/* argv[sep] ("--") stands in for the program name of the application part. */
 	if (sep < argc && app_args_parse(argc - sep, argv + sep, &opts, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s\n", argv[0], err);
-		return EXIT_FAILURE;
+		return EXIT_USAGE;
 	}
 	if (opts.help) {
+		usage(argv[0]);
+		return EXIT_SUCCESS;
+	}
+	if (opts.version) {
+		version();
+		return EXIT_SUCCESS;
+	}
+	if (eal_help(sep, argv)) {
+		/* The EAL prints its options and the hook ours, and exits: no VM is needed. */
+		rte_set_application_usage_hook(usage);
+		rte_eal_init(sep, argv);
 		usage(argv[0]);
 		return EXIT_SUCCESS;
 	}
@@ -213,12 +304,15 @@ int main(int argc, char **argv)
 	       opts.pmd.nb_vms, opts.pmd.nb_vms == 1 ? "" : "s", rte_lcore_count() - 1,
 	       rte_lcore_count() == 2 ? "" : "s");
 	fflush(stdout);
+	/* vsock_pmd_start() returned with every VM's sockets listening (or connecting). */
+	notify("READY=1");
 
 	sig = serve(&opts, &stop_sigs);
 	if (sig)
 		printf("dpdk-vsock-app: signal %d, shutting down\n", sig);
 	else
 		printf("dpdk-vsock-app: quit, shutting down\n");
+	notify("STOPPING=1");
 	vsock_pmd_stop();
 	rte_eal_cleanup();
 	return EXIT_SUCCESS;

@@ -1548,7 +1548,8 @@ static void write_json(const char *path)
 
 static void usage(void)
 {
-	printf("Usage: vsock-perf [options]   (VSOCK_APP names dpdk-vsock-app)\n"
+	printf("Usage: vsock-perf [options]   (VSOCK_APP names dpdk-vsock-app, default "
+	       VSOCK_APP_DEFAULT ")\n"
 	       "  --host LIST       host ends, crossed with the variants and run alternately:\n"
 	       "                    uds (the app's Unix sockets, default), native (the engine\n"
 	       "                    in this process, the native poll-mode API on lcore 0)\n"
@@ -1879,7 +1880,9 @@ int main(int argc, char **argv)
 	unsigned int rep, v;
 
 	parse_args(argc, argv);
-	if (plan.hosts[H_UDS] && getenv("VSOCK_APP") == NULL) {
+	/* The installed vsock-perf runs the app installed beside it unless told otherwise. */
+	if (plan.hosts[H_UDS] && getenv("VSOCK_APP") == NULL &&
+	    setenv("VSOCK_APP", VSOCK_APP_DEFAULT, 0) < 0) {
 		fprintf(stderr, "vsock-perf: set VSOCK_APP to the dpdk-vsock-app binary\n");
 		return 2;
 	}

@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""TAP output for the Python tests here, as tests/common/tap.h is for the C ones."""
+import sys
+
+n = 0
+failed = False
+
+
+def ok(cond, what):
+    global n, failed
+    n += 1
+    failed |= not cond
+    print(f"{'ok' if cond else 'not ok'} {n} - {what}", flush=True)
+
+
+def done():
+    """The plan, then the exit status."""
+    print(f"1..{n}")
+    sys.exit(1 if failed else 0)
