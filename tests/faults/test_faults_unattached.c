@@ -65,41 +65,76 @@ client(const char *line)
 	return fd;
 }
 
-/*
- * Wait up to @p ms for @p fd's far side to close it, polling VM 5 (and VM 3's guest driver
- * only if @p poll_vm3: a guest that never answers is one that is never polled). Closes
- * @p fd; a negative one is client()'s error, returned as the end.
- */
-static struct answer
-wait_close(int fd, unsigned int ms, bool poll_vm3)
+/* Poll the guests while waiting: VM 5 always, VM 3 only if @p poll_vm3 (see wait_close()). */
+static void
+tick(bool poll_vm3)
 {
 	static const struct timespec pause = { .tv_nsec = 200000 };
-	uint64_t deadline = fx_now_ms() + ms;
-	struct answer a = { .end = -ETIMEDOUT };
+
+	if (poll_vm3 && env.o.dp.attached)
+		vfe_guest_poll(&env.o.dp.g);
+	if (env.peer.attached)
+		vfe_guest_poll(&env.peer.g);
+	nanosleep(&pause, NULL);
+}
+
+/* Read what @p fd holds into @p a; whether its far side closed it (a->end then set). */
+static bool
+drain(int fd, struct answer *a)
+{
 	char buf[256];
 	ssize_t n;
 
-	if (fd < 0)
-		return (struct answer){ .end = fd };
-	for (;;) {
-		n = recv(fd, buf, sizeof(buf), 0);
-		if (n > 0) {
-			a.bytes += (size_t)n;
-			continue;
-		}
-		if (n == 0 || errno == ECONNRESET) {
-			a.end = n == 0 ? 0 : -ECONNRESET;
-			break;
-		}
-		if (fx_now_ms() >= deadline)
-			break;
-		if (poll_vm3 && env.o.dp.attached)
-			vfe_guest_poll(&env.o.dp.g);
-		if (env.peer.attached)
-			vfe_guest_poll(&env.peer.g);
-		nanosleep(&pause, NULL);
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		a->bytes += (size_t)n;
+	if (n == 0 || errno == ECONNRESET) {
+		a->end = n == 0 ? 0 : -ECONNRESET;
+		return true;
 	}
-	close(fd);
+	return false;
+}
+
+/*
+ * Wait up to @p ms, all at once, for the far side of each of the @p n sockets @p fds to close
+ * it, and close them; a negative fd is client()'s error, which becomes its answer. VM 3's
+ * guest driver is polled only if @p poll_vm3: a guest that never answers is one never polled.
+ */
+static void
+wait_close_all(const int *fds, unsigned int n, unsigned int ms, bool poll_vm3,
+	       struct answer *a)
+{
+	uint64_t deadline = fx_now_ms() + ms;
+	unsigned int i, open = 0;
+	bool done[CLIENTS] = { false };
+
+	for (i = 0; i < n; i++) {
+		a[i] = (struct answer){ .end = fds[i] < 0 ? fds[i] : -ETIMEDOUT };
+		done[i] = fds[i] < 0;
+		open += !done[i];
+	}
+	while (open) {
+		for (i = 0; i < n; i++) {
+			if (!done[i] && drain(fds[i], &a[i])) {
+				done[i] = true;
+				open--;
+			}
+		}
+		if (!open || fx_now_ms() >= deadline)
+			break;
+		tick(poll_vm3);
+	}
+	for (i = 0; i < n; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+}
+
+static struct answer
+wait_close(int fd, unsigned int ms, bool poll_vm3)
+{
+	struct answer a;
+
+	wait_close_all(&fd, 1, ms, poll_vm3, &a);
 	return a;
 }
 
@@ -127,18 +162,18 @@ refused_clients(unsigned int n, const char *what)
 {
 	uint64_t refused0 = stat3("conns_refused");
 	unsigned int i, eof = 0, silent = 0;
+	struct answer a[CLIENTS];
 	int fds[CLIENTS];
 
 	for (i = 0; i < n; i++)
 		fds[i] = client("CONNECT 5000\n");
+	wait_close_all(fds, n, CLOSE_MS, false, a);
 	for (i = 0; i < n; i++) {
-		struct answer a = wait_close(fds[i], CLOSE_MS, false);
-
-		eof += a.end == 0;
-		silent += a.bytes == 0;
-		if (a.end != 0 || a.bytes != 0)
-			tap_diag("%s: client %u: %s, %zu bytes", what, i,
-				 fds[i] < 0 ? strerror(-fds[i]) : end_str(a.end), a.bytes);
+		eof += a[i].end == 0;
+		silent += a[i].bytes == 0;
+		if (a[i].end != 0 || a[i].bytes != 0)
+			tap_diag("%s: client %u: %s, %zu bytes", what, i, end_str(a[i].end),
+				 a[i].bytes);
 	}
 	tap_ok(eof == n && silent == n, "%s: %u CONNECT lines closed within %u ms, EOF without "
 	       "a byte (%u EOF, %u without a byte)", what, n, CLOSE_MS, eof, silent);
@@ -151,18 +186,17 @@ static void
 case_before_attach(const struct fx_res *base)
 {
 	uint64_t line0 = stat3("errors.conn_connect_line");
-	struct answer a, b;
-	int fa, fb;
+	int fds[2] = { -1, -1 };
+	struct answer a[2];
 
 	tap_ok(vm3_running() == 0, "before attach: VM 3 has no frontend");
 	refused_clients(CLIENTS, "before attach");
-	fa = client("CONNECT 50");
-	fb = client("");
-	a = wait_close(fa, CLOSE_MS, false);
-	b = wait_close(fb, CLOSE_MS, false);
-	tap_ok(a.end == 0 && a.bytes == 0 && b.end == 0 && b.bytes == 0,
+	fds[0] = client("CONNECT 50");
+	fds[1] = client("");
+	wait_close_all(fds, 2, CLOSE_MS, false, a);
+	tap_ok(a[0].end == 0 && a[0].bytes == 0 && a[1].end == 0 && a[1].bytes == 0,
 	       "before attach: an unfinished line and a silent client are closed by the line "
-	       "timeout (%s, %s)", end_str(a.end), end_str(b.end));
+	       "timeout (%s, %s)", end_str(a[0].end), end_str(a[1].end));
 	tap_ok(stat3("errors.conn_connect_line") - line0 == 2,
 	       "before attach: both count in errors.conn_connect_line (%llu)",
 	       (unsigned long long)(stat3("errors.conn_connect_line") - line0));
