@@ -191,7 +191,7 @@ struct vsock_pmd_vm_stats {
 	uint64_t conns_opened;		/**< connections established */
 	uint64_t conns_closed;		/**< ended by shutdown or a peer's close */
 	uint64_t conns_reset;		/**< ended by an RST we sent (error, timeout) */
-	uint64_t conns_refused;		/**< guest connects nobody accepted */
+	uint64_t conns_refused;		/**< connects nobody accepted (host: no guest attached) */
 	uint64_t conns_table_full;	/**< connects refused: connection table full */
 	uint64_t credit_stalls;		/**< host data held back: the guest had no credit */
 	uint64_t mempool_exhausted;	/**< packets left in the ring: no buffer */

@@ -917,7 +917,7 @@ static unsigned int ring_accept(struct conn_table *t, unsigned int budget)
 		done++;
 		taken = p->src_cid == HOST_CID ? rte_hash_lookup(t->hash, &k) >= 0 :
 			rte_hash_lookup(t->sib_hash, &sk) >= 0;
-		if (taken || p->dst_cid != t->conf.guest_cid ||
+		if (taken || t->conf.no_guest || p->dst_cid != t->conf.guest_cid ||
 		    (p->type == VIRTIO_VSOCK_TYPE_SEQPACKET && !t->conf.seqpacket) ||
 		    (ep_ring_flags(p, 0) & (EP_RING_RST | EP_RING_CLOSED))) {
 			t->stats.conns_refused++;
@@ -1269,6 +1269,11 @@ static void guest_shutdown(struct conn_table *t, struct conn *c, uint32_t flags)
 void conn_table_set_seqpacket(struct conn_table *t, bool on)
 {
 	t->conf.seqpacket = on;
+}
+
+void conn_table_set_guest(struct conn_table *t, bool attached)
+{
+	t->conf.no_guest = !attached;
 }
 
 int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr,
@@ -1745,6 +1750,16 @@ static void line_done(struct conn_table *t, struct conn *c, uint32_t port, size_
 	uint32_t tries, extra = c->line.len - (uint32_t)line_len;
 	struct rte_mbuf *m = NULL;
 
+	/*
+	 * No guest to send the REQUEST to: answer as Firecracker does when the guest refuses
+	 * (RST), a close without OK, rather than keep the client waiting for a guest that
+	 * may never come.
+	 */
+	if (t->conf.no_guest) {
+		t->stats.conns_refused++;
+		conn_free(t, c);
+		return;
+	}
 	if (extra) {
 		m = rte_pktmbuf_alloc(t->conf.pool);
 		if (!m) {

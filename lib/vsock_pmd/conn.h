@@ -60,6 +60,11 @@ struct conn_table_conf {
 	/** VIRTIO_VSOCK_F_SEQPACKET negotiated; conn_table_set_seqpacket() changes it later. */
 	bool seqpacket;
 	/**
+	 * No guest drives the table yet (a device before its first frontend);
+	 * conn_table_set_guest() changes it later. conn_table_conf_init(): false, a guest is there.
+	 */
+	bool no_guest;
+	/**
 	 * Ring connections (ep_ring.h), whose far side is another guest or a host program:
 	 * where a guest REQUEST that no host socket takes goes (ep_route(): a ring to put the
 	 * ep_ring on, or NULL), and the ring (MP/SC) others put their connections to this
@@ -98,7 +103,8 @@ struct conn_stats {
 	uint64_t conns_opened;		/* reached ESTABLISHED */
 	uint64_t conns_closed;		/* ended by SHUTDOWN/RST exchange or host close */
 	uint64_t conns_reset;		/* ended by an RST we sent for an error or a timeout */
-	uint64_t conns_refused;		/* guest REQUEST: nothing listening, or table full */
+	/* guest REQUEST: nothing listening, or table full; host connect while no guest is there */
+	uint64_t conns_refused;
 	uint64_t table_full;		/* REQUESTs or host connects refused for max_conns */
 	uint64_t credit_stalls;		/* host data waiting because the guest has no credit */
 	uint64_t pkt_err[VSOCK_PKT_ERR_MAX];	/* malformed guest headers, by kind */
@@ -131,6 +137,15 @@ void conn_table_reset(struct conn_table *t);
 
 /** Accept SEQPACKET from the guest or not, as the device negotiated. Between packets only. */
 void conn_table_set_seqpacket(struct conn_table *t, bool on);
+
+/**
+ * Whether a guest drives the table. Without one, host connects get the answer of a connect
+ * to an absent peer at once: a complete CONNECT line closes its socket without an OK (the
+ * client reads EOF), and connections on the incoming ring are refused; both count in
+ * conns_refused. Lines still in progress stay, and go on to the guest if one comes first.
+ * From the table's lcore, between calls.
+ */
+void conn_table_set_guest(struct conn_table *t, bool attached);
 
 /**
  * Take one packet from the guest's tx ring. @p raw_hdr and the @p payload pieces (hdr.len

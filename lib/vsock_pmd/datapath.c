@@ -32,8 +32,6 @@
 
 #define VSOCK_HDR_LEN sizeof(struct virtio_vsock_hdr)
 
-/* Host socket events served per device per round: keeps one busy VM from starving the others. */
-#define HOST_POLL_BUDGET 64
 /* rx chains dequeued at a time (host_to_guest()). */
 #define RX_CHUNK 8
 

@@ -13,6 +13,9 @@
 
 struct vsock_dev;
 
+/** Host socket events served per device per round: keeps one busy VM from starving the others. */
+#define HOST_POLL_BUDGET 64
+
 /** Payload pieces of one run of tx packets handed to the host socket at once. */
 #define DATAPATH_RUN_IOV 1024
 

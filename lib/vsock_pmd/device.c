@@ -4,8 +4,9 @@
  * the VM's CID, and the device lifecycle handed to the polling workers.
  *
  * Every callback here runs on DPDK's vhost-events control thread (and
- * vsock_devs_destroy() on the main lcore); none runs on a polling lcore.
- * The device table lock serialises them; workers never take it.
+ * vsock_devs_destroy() on the main lcore, detached_poll() on the EAL alarm
+ * thread); none runs on a polling lcore. The device table lock serialises
+ * them; workers never take it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <linux/virtio_config.h>
 #include <linux/virtio_vsock.h>
 
+#include <rte_alarm.h>
 #include <rte_byteorder.h>
 #include <rte_cycles.h>
 #include <rte_errno.h>
@@ -30,6 +32,7 @@
 #include <vsock_pmd_native.h>
 
 #include "conn.h"
+#include "datapath.h"
 #include "device.h"
 #include "ep_native.h"
 #include "ep_ring.h"
@@ -54,6 +57,9 @@
 /* Longest a busy device goes without asking the kernel which host sockets are ready. */
 #define HOST_EPOLL_BUSY_US 20
 
+/* How often the control side serves the host sockets of devices no worker polls. */
+#define DETACHED_POLL_US (20 * 1000)
+
 /* Each device and its mbufs live on the NUMA node of the lcore that polls it. */
 static struct vsock_dev *devs[VSOCK_PMD_MAX_VMS];
 static struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
@@ -63,6 +69,9 @@ static unsigned int nb_devs;
 /* Comparison switch of vsock_pmd_conf, the same for every device. */
 static bool used_per_entry;
 static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;
+/* detached_poll() is due (armed), or must not be armed again (stopping). Under devs_lock. */
+static bool detached_poll_armed;
+static bool detached_poll_stopping;
 
 /*
  * Every frontend connection maps to its VM here, from new_connection to
@@ -95,6 +104,58 @@ static struct vsock_dev *dev_by_path(const char *path)
 			return devs[i];
 	}
 	return NULL;
+}
+
+/* Whether no worker polls @p dev: no frontend drives it, or its rings are being replaced. */
+static bool dev_off_worker(const struct vsock_dev *dev)
+{
+	return !dev->running || dev->remapping;
+}
+
+static void detached_poll(void *arg);
+
+/* Called with devs_lock held whenever a device leaves its worker. */
+static void detached_poll_arm(void)
+{
+	int rc;
+
+	if (detached_poll_armed || detached_poll_stopping)
+		return;
+	rc = rte_eal_alarm_set(DETACHED_POLL_US, detached_poll, NULL);
+	if (rc < 0)
+		VSOCK_LOG(ERR, "cannot serve host sockets of detached VMs: %s", strerror(-rc));
+	else
+		detached_poll_armed = true;
+}
+
+/*
+ * Host programs still connect to a VM that no worker polls (booting, rebooting, QEMU
+ * gone). Its connection table is then the control side's, under devs_lock: the worker
+ * handshake hands it to the worker at new_device and back at destroy_device (and around a
+ * memory table change). So the EAL alarm thread serves it here, slowly, and the workers'
+ * loop stays as it is; the table refuses what needs a guest (conn_table_set_guest()), so
+ * a CONNECT line gets its close at once and an unfinished one its timeout. A worker could
+ * serve these tables as well, but only with a second, slower list in its loop and the
+ * table reset moved onto its lcore, for a case off the datapath.
+ */
+static void detached_poll(void *arg __rte_unused)
+{
+	bool again = false;
+	unsigned int i;
+
+	pthread_mutex_lock(&devs_lock);
+	detached_poll_armed = false;
+	for (i = 0; i < nb_devs; i++) {
+		struct vsock_dev *dev = devs[i];
+
+		if (!dev->conns || !dev_off_worker(dev))
+			continue;
+		conn_poll_host(dev->conns, rte_get_tsc_cycles(), HOST_POLL_BUDGET);
+		again = true;
+	}
+	if (again)
+		detached_poll_arm();
+	pthread_mutex_unlock(&devs_lock);
 }
 
 /*
@@ -286,6 +347,7 @@ static enum rte_vhost_msg_result pre_msg_handle(int vid, void *raw)
 		if (!dev->remapping) {
 			worker_detach(dev->worker, dev);
 			dev->remapping = true;
+			detached_poll_arm();
 		}
 		if (msg->request == VHOST_USER_SET_VRING_BASE &&
 		    msg->payload.state.index < VSOCK_NR_VQ)
@@ -406,6 +468,7 @@ static int new_device(int vid)
 		goto out;
 	conn_table_set_seqpacket(dev->conns,
 				 dev->features & (1ULL << VIRTIO_VSOCK_F_SEQPACKET));
+	conn_table_set_guest(dev->conns, true);
 	worker_attach(dev->worker, dev);
 	dev->running = true;
 	ep_sibling_set_running(dev->conf.cid, true);
@@ -448,6 +511,8 @@ static void destroy_device(int vid)
 	dev->mem = NULL;
 	/* The guest is gone or rebooting: its connections end, host sockets see EOF. */
 	conn_table_reset(dev->conns);
+	conn_table_set_guest(dev->conns, false);
+	detached_poll_arm();
 	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": stopped", dev->conf.cid);
 out:
 	pthread_mutex_unlock(&devs_lock);
@@ -522,6 +587,7 @@ static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
 	cc.route = ep_route;
 	cc.incoming = ep_sibling_incoming(dev->conf.cid);
 	cc.waker = worker_waker(dev->worker);
+	cc.no_guest = true;
 	dev->conns = conn_table_create(&cc);
 	if (!dev->conns) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create its connection table: %s",
@@ -636,6 +702,7 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 
 	if (conf->idle_us > VSOCK_PMD_IDLE_US_MAX)
 		return -EINVAL;
+	detached_poll_stopping = false;
 	used_per_entry = conf->used_per_entry;
 	workers_set_wait_mode(conf->wait_mode, conf->idle_us);
 	rc = devs_place(conf, home);
@@ -688,6 +755,10 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 			  dev->conf.cid, worker_lcore(dev->worker),
 			  dev->conf.pinned ? "pinned" : "balanced", node);
 	}
+	/* Every table is ready: host programs may connect before any frontend does. */
+	pthread_mutex_lock(&devs_lock);
+	detached_poll_arm();
+	pthread_mutex_unlock(&devs_lock);
 	return 0;
 }
 
@@ -695,6 +766,17 @@ void vsock_devs_destroy(void)
 {
 	unsigned int i;
 
+	/*
+	 * No alarm may serve a table from here on; cancelling waits for one that runs. Not
+	 * under devs_lock, which it takes.
+	 */
+	pthread_mutex_lock(&devs_lock);
+	detached_poll_stopping = true;
+	pthread_mutex_unlock(&devs_lock);
+	rte_eal_alarm_cancel(detached_poll, (void *)-1);
+	pthread_mutex_lock(&devs_lock);
+	detached_poll_armed = false;
+	pthread_mutex_unlock(&devs_lock);
 	/*
 	 * Unregistering closes the connection: DPDK calls destroy_device (which takes
 	 * the device off its worker) and removes the socket file. devs_lock must not be
