@@ -25,8 +25,7 @@
 #include "console.h"
 #include "display.h"
 
-/* Host sockets a VM can hold (its connection table, CONNECT lines included), and the rest. */
-#define FDS_PER_VM 1024
+/* Descriptors beyond the VMs' connection tables: vhost-user, listeners, EAL, console. */
 #define FDS_RESERVED 256
 
 /*
@@ -34,10 +33,16 @@
  * descriptors one guest opening its allowed connections would starve the other
  * VMs and the vhost-user sockets, so ask for room for all of them up front.
  */
-static void raise_fd_limit(unsigned int nb_vms)
+static void raise_fd_limit(const struct vsock_pmd_conf *conf)
 {
-	rlim_t want = (rlim_t)nb_vms * FDS_PER_VM + FDS_RESERVED;
+	unsigned int nb_vms = conf->nb_vms, i;
+	rlim_t want = FDS_RESERVED;
 	struct rlimit rl;
+
+	/* A host socket per connection, CONNECT lines included, and the VM's listener. */
+	for (i = 0; i < nb_vms; i++)
+		want += (conf->vms[i].max_conns ? conf->vms[i].max_conns :
+			 VSOCK_PMD_MAX_CONNS_DEFAULT) + 1;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
 		return;
@@ -195,7 +200,7 @@ int main(int argc, char **argv)
 	sigaddset(&stop_sigs, SIGTERM);
 	sigprocmask(SIG_BLOCK, &stop_sigs, NULL);
 
-	raise_fd_limit(opts.pmd.nb_vms);
+	raise_fd_limit(&opts.pmd);
 	rc = rte_eal_init(sep, argv);
 	if (rc < 0) {
 		fprintf(stderr, "%s: EAL initialisation failed: %s\n", argv[0],
@@ -209,6 +214,8 @@ int main(int argc, char **argv)
 		rte_eal_cleanup();
 		return EXIT_FAILURE;
 	}
+	if (app_opts_notice(&opts))
+		printf("dpdk-vsock-app: %s\n", app_opts_notice(&opts));
 	printf("dpdk-vsock-app: serving %u VM%s on %u worker lcore%s; Ctrl-C to stop\n",
 	       opts.pmd.nb_vms, opts.pmd.nb_vms == 1 ? "" : "s", rte_lcore_count() - 1,
 	       rte_lcore_count() == 2 ? "" : "s");
