@@ -496,6 +496,220 @@ out:
 	stop();
 }
 
+/* ---- the per-VM limits at work, one VM and one guest ---- */
+
+static const char *const vm3_sock[] = { "vm3.sock", NULL };
+
+static int start_vm3(const char *limits)
+{
+	char line[512];
+
+	snprintf(line, sizeof(line), "--vm guest-cid=3,socket=%%D/vm3.sock,"
+		 "uds-path=%%D/vm3.vsock%s", limits);
+	if (start(line, vm3_sock, false) < 0)
+		return -1;
+	app_proc_path(&e.app, "vm3.vsock", e.uds, sizeof(e.uds));
+	if (dp_attach_quiet(&e, NULL, NULL) < 0 ||
+	    !DP_WAIT(&e, vm_u64(3, "running") == 1, WAIT_MS)) {
+		stop();
+		return -1;
+	}
+	return 0;
+}
+
+/* Field @p f of connection (guest port, host port) of VM 3 in /vsock/conns. */
+static uint64_t conn_u64(uint32_t gport, uint32_t hport, const char *f)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "conns.%u_%u.%s", gport, hport, f);
+	return ops_tel_u64(&tel, "/vsock/conns,3", path);
+}
+
+/*
+ * tx-buffer-size: the guest sees it as the app's buf_alloc, and with the host reading
+ * nothing it stalls once that much is in flight; the app never holds more. Then the host
+ * reads and every byte arrives.
+ */
+static void test_tx_buffer(void)
+{
+	static struct dp_stream out, in;
+	struct vfe_guest_conn *gc;
+	uint32_t hport;
+	uint64_t last, quiet;
+	int fd;
+
+	if (!tap_ok(start_vm3(",tx-buffer-size=16384") == 0, "tx-buffer-size=16384: started"))
+		return;
+	vfe_guest_listen(&e.g, 5000, true);
+	fd = dp_host_to_guest(&e, 5000, &gc, &hport, WAIT_MS);
+	if (!tap_ok(fd >= 0, "host CONNECT 5000 accepted by the guest"))
+		goto out;
+	tap_ok(gc->peer_buf_alloc == SMALL_TX_BUFFER, "the guest sees buf_alloc %u (got %u)",
+	       SMALL_TX_BUFFER, gc->peer_buf_alloc);
+	dp_stream_init(&out, 11, 4u << 20);
+	dp_stream_init(&in, 11, 4u << 20);
+	/* The host reads nothing: send until nothing moves for QUIET_MS. */
+	last = gc->tx_cnt;
+	quiet = now_ms();
+	while (now_ms() - quiet < QUIET_MS && out.done < out.total) {
+		dp_guest_send(&e, gc, &out);
+		dp_tick(&e, UINT64_MAX);
+		if (gc->tx_cnt != last) {
+			last = gc->tx_cnt;
+			quiet = now_ms();
+		}
+	}
+	tap_ok(out.done < out.total && vfe_guest_credit(gc) == 0 &&
+	       gc->tx_cnt - gc->peer_fwd_cnt == SMALL_TX_BUFFER,
+	       "the guest stalls with exactly %u bytes unacknowledged (%u)", SMALL_TX_BUFFER,
+	       gc->tx_cnt - gc->peer_fwd_cnt);
+	tap_ok(conn_u64(gc->local_port, hport, "our_buf_alloc") == SMALL_TX_BUFFER &&
+	       conn_u64(gc->local_port, hport, "queued_to_host") <= SMALL_TX_BUFFER,
+	       "the app advertises %u and holds no more than that (%llu)", SMALL_TX_BUFFER,
+	       (unsigned long long)conn_u64(gc->local_port, hport, "queued_to_host"));
+	/* The host reads: the stream goes on to its end, checked. */
+	DP_WAIT(&e, (dp_guest_send(&e, gc, &out), dp_host_recv(fd, &in), in.done == in.total),
+		WAIT_MS * 3);
+	tap_ok(dp_stream_ok(&in) && in.done == in.total, "then all %llu bytes arrive, checked",
+	       (unsigned long long)in.total);
+	close(fd);
+out:
+	stop();
+}
+
+/* max-connections=2: the third connect, either way, is refused; a freed slot serves again. */
+static void test_max_conns(void)
+{
+	struct vfe_guest_conn *gc1, *gc2, *c;
+	uint32_t hport;
+	int fd1, fd2, fd3, lfd, rc;
+
+	if (!tap_ok(start_vm3(",max-connections=2") == 0, "max-connections=2: started"))
+		return;
+	tap_ok(vm_u64(3, "max_conns") == 2, "telemetry shows max_conns 2");
+	vfe_guest_listen(&e.g, 5000, true);
+	fd1 = dp_host_to_guest(&e, 5000, &gc1, &hport, WAIT_MS);
+	fd2 = dp_host_to_guest(&e, 5000, &gc2, &hport, WAIT_MS);
+	tap_ok(fd1 >= 0 && fd2 >= 0, "two host connections established");
+	/* Closed with the CONNECT line unread: EOF, or a reset (or EPIPE writing the line). */
+	fd3 = dp_host_connect(&e, 5000);
+	rc = fd3 >= 0 ? dp_read_ok(&e, fd3, &hport, WAIT_MS) : fd3;
+	tap_ok(rc == -ENODATA || rc == -EPROTO || rc == -EPIPE || rc == -ECONNRESET,
+	       "a third host connect is closed without OK (%d)", rc);
+	if (fd3 >= 0)
+		close(fd3);
+	lfd = dp_listen(&e, 6000, SOCK_STREAM);
+	c = dp_guest_connect(&e, 6000, VIRTIO_VSOCK_TYPE_STREAM, WAIT_MS);
+	tap_ok(c && c->reset, "a guest connect is refused with an RST");
+	tap_ok(ops_tel_u64(&tel, "/vsock/stats,3", "conns_table_full") >= 2,
+	       "both counted as table full");
+	if (fd1 >= 0)
+		close(fd1);
+	DP_WAIT(&e, vm_u64(3, "conns") == 1, WAIT_MS);
+	c = dp_guest_connect(&e, 6000, VIRTIO_VSOCK_TYPE_STREAM, WAIT_MS);
+	fd3 = lfd >= 0 ? dp_accept(&e, lfd, WAIT_MS) : -1;
+	tap_ok(c && c->state == VFE_GC_ESTABLISHED && fd3 >= 0,
+	       "once one closed, a guest connect is served again");
+	if (fd3 >= 0)
+		close(fd3);
+	if (fd2 >= 0)
+		close(fd2);
+	if (lfd >= 0)
+		close(lfd);
+	stop();
+}
+
+/* queue-size=256: a ring of 512 entries is refused, one of 256 taken. */
+static void test_queue_size(void)
+{
+	struct vfe_vsock v;
+	char path[160];
+	int rc;
+
+	if (!tap_ok(start("--vm guest-cid=3,socket=%D/vm3.sock,uds-path=%D/vm3.vsock,"
+			  "queue-size=256", vm3_sock, false) == 0, "queue-size=256: started"))
+		return;
+	app_proc_path(&e.app, "vm3.sock", path, sizeof(path));
+	/* The frontend sends without waiting for replies: the refusal may follow its attach. */
+	rc = vfe_vsock_attach(&v, path, &(struct vfe_vsock_conf){ .ring_size = 512 });
+	tap_ok(POLL_WAIT(app_proc_log_contains(&e.app, "512 entries refused: larger than its "
+					       "queue-size 256"), WAIT_MS, usleep(1000)) &&
+	       vm_u64(3, "running") == 0,
+	       "a 512-entry ring is refused, the VM does not run, the log says why (rc %d)", rc);
+	if (rc == 0)
+		vfe_vsock_close(&v);
+	rc = vfe_vsock_attach(&v, path, &(struct vfe_vsock_conf){ .ring_size = 256 });
+	tap_ok(rc == 0 && v.cid == 3, "a 256-entry ring is taken (rc %d)", rc);
+	if (rc == 0) {
+		tap_ok(POLL_WAIT(vm_u64(3, "running") == 1, WAIT_MS, usleep(1000)) &&
+		       vm_u64(3, "tx_ring_size") == 256, "the VM runs with its 256-entry rings");
+		vfe_vsock_detach(&v, NULL, false);
+		vfe_vsock_close(&v);
+	}
+	stop();
+}
+
+/* Milliseconds until the app closes @p fd (EOF or reset), polling the guest if @p tick. */
+static long ms_to_close(int fd, bool tick, uint64_t since)
+{
+	uint64_t end = since + LATE_MS + 5000;
+	char c;
+
+	while (now_ms() < end) {
+		ssize_t n = read(fd, &c, 1);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN))
+			return (long)(now_ms() - since);
+		if (tick)
+			dp_tick(&e, UINT64_MAX);
+		else
+			poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 20);
+	}
+	return -1;
+}
+
+/* line-timeout-ms and connect-timeout-ms: no earlier than set, not much later. */
+static void test_timeouts(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	uint64_t t0;
+	long ms;
+	int fd;
+
+	if (!tap_ok(start_vm3(",line-timeout-ms=300,connect-timeout-ms=700") == 0,
+		    "line-timeout-ms=300, connect-timeout-ms=700: started"))
+		return;
+	tap_ok(vm_u64(3, "line_timeout_ms") == 300 && vm_u64(3, "connect_timeout_ms") == 700,
+	       "telemetry shows both");
+	/* A CONNECT line that never ends. */
+	memcpy(a.sun_path, e.uds, strnlen(e.uds, sizeof(a.sun_path) - 1));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	t0 = now_ms();
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    write(fd, "CONNECT 50", 10) == 10) {
+		ms = ms_to_close(fd, true, t0);
+		tap_ok(ms >= 300 && ms < 300 + LATE_MS, "an unfinished CONNECT line is closed "
+		       "after %ld ms (300 set)", ms);
+	} else {
+		tap_ok(false, "host connect: %s", strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+	/* A guest that never answers the REQUEST: it is not polled meanwhile. */
+	vfe_guest_listen(&e.g, 5000, true);
+	t0 = now_ms();
+	fd = dp_host_connect(&e, 5000);
+	ms = fd >= 0 ? ms_to_close(fd, false, t0) : -1;
+	tap_ok(ms >= 700 && ms < 700 + LATE_MS, "a CONNECT the guest does not answer is closed "
+	       "after %ld ms (700 set)", ms);
+	if (fd >= 0)
+		close(fd);
+	DP_WAIT(&e, vm_u64(3, "conns") == 0, WAIT_MS);
+	tap_ok(vm_u64(3, "conns") == 0, "no connection left");
+	stop();
+}
+
 int main(void)
 {
 	unsigned int i;
@@ -505,5 +719,9 @@ int main(void)
 	test_forward_refused();
 	test_yaml();
 	test_siblings();
+	test_tx_buffer();
+	test_max_conns();
+	test_queue_size();
+	test_timeouts();
 	return tap_done();
 }
