@@ -148,7 +148,7 @@ static int add_groups(struct vsock_pmd_vm_conf *vm, char *list, char *err, size_
 {
 	char *save, *name;
 
-	if (*list == '\0' || list[strlen(list) - 1] == '+')
+	if (*list == '\0' || *list == '+' || list[strlen(list) - 1] == '+' || strstr(list, "++"))
 		return fail(err, err_len, "--vm: groups '%s' must be group names joined by '+'",
 			    list);
 	for (name = strtok_r(list, "+", &save); name; name = strtok_r(NULL, "+", &save)) {

@@ -7,16 +7,26 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <yaml.h>
 
 #include "args.h"
 
+/* A VM of the "vms:" list, as --vm would describe it, and where its map starts. */
+struct yaml_vm_spec {
+	char spec[1200];
+	yaml_mark_t mark;
+};
+
 struct yparse {
 	yaml_parser_t parser;
 	yaml_event_t ev;
 	bool have_ev;
+	/* Checked once the whole file parsed, so that a syntax error is reported first. */
+	struct yaml_vm_spec vms[VSOCK_PMD_MAX_VMS];
+	unsigned int nb_vms;
 	const char *path;
 	char *err;
 	size_t err_len;
@@ -93,11 +103,16 @@ static const char *scalar(const struct yparse *y)
 }
 
 /* One map of the "vms:" list, the current event its start. */
-static int yaml_vm(struct yparse *y, unsigned int idx, struct app_opts *opts)
+static int yaml_vm(struct yparse *y, unsigned int idx)
 {
 	yaml_mark_t start = y->ev.start_mark;
-	char spec[1200], msg[APP_ERR_LEN];
 	size_t used = 0;
+	char *spec;
+
+	if (idx == VSOCK_PMD_MAX_VMS)
+		return yfail(y, &start, "at most %d VMs", VSOCK_PMD_MAX_VMS);
+	spec = y->vms[idx].spec;
+	y->vms[idx].mark = start;
 
 	for (;;) {
 		char key[64];
@@ -122,8 +137,8 @@ static int yaml_vm(struct yparse *y, unsigned int idx, struct app_opts *opts)
 		if (strchr(scalar(y), ','))
 			return yfail(y, &y->ev.start_mark, "'%s': a value with ',' cannot be used",
 				     key);
-		n = snprintf(spec + used, sizeof(spec) - used, "%s=%s,", key, scalar(y));
-		if (n < 0 || (size_t)n >= sizeof(spec) - used)
+		n = snprintf(spec + used, sizeof(y->vms[idx].spec) - used, "%s=%s,", key, scalar(y));
+		if (n < 0 || (size_t)n >= sizeof(y->vms[idx].spec) - used)
 			return yfail(y, &y->ev.start_mark, "vms[%u] is described at too much length",
 				     idx);
 		used += (size_t)n;
@@ -132,16 +147,14 @@ static int yaml_vm(struct yparse *y, unsigned int idx, struct app_opts *opts)
 		return yfail(y, &start, "vms[%u] is empty: expected guest_cid, socket and uds_path",
 			     idx);
 	spec[used - 1] = '\0';
-	if (app_vm_add(spec, opts, msg, sizeof(msg)) < 0)
-		return yfail(y, &start, "vms[%u]: %s", idx,
-			     strncmp(msg, "--vm: ", 6) == 0 ? msg + 6 : msg);
+	y->nb_vms = idx + 1;
 	return 0;
 }
 
-static int yaml_vms(struct yparse *y, struct app_opts *opts)
+static int yaml_vms(struct yparse *y)
 {
+	unsigned int n = y->nb_vms;
 	yaml_mark_t start;
-	unsigned int n = 0;
 
 	if (expect(y, YAML_SEQUENCE_START_EVENT, "a list of VMs after 'vms:'") < 0)
 		return -1;
@@ -154,10 +167,10 @@ static int yaml_vms(struct yparse *y, struct app_opts *opts)
 		if (y->ev.type != YAML_MAPPING_START_EVENT)
 			return yfail(y, &y->ev.start_mark, "expected a map describing vms[%u], "
 				     "found %s", n, event_name(y->ev.type));
-		if (yaml_vm(y, n++, opts) < 0)
+		if (yaml_vm(y, y->nb_vms) < 0)
 			return -1;
 	}
-	if (n == 0)
+	if (y->nb_vms == n)
 		return yfail(y, &start, "expected at least one VM in 'vms:'");
 	return 0;
 }
@@ -167,6 +180,7 @@ static int yaml_document(struct yparse *y, struct app_opts *opts)
 {
 	bool have_vms = false;
 	yaml_mark_t start;
+	unsigned int i;
 
 	if (expect(y, YAML_STREAM_START_EVENT, "a YAML stream") < 0 ||
 	    expect(y, YAML_DOCUMENT_START_EVENT, "a map with a 'vms:' list") < 0 ||
@@ -188,7 +202,7 @@ static int yaml_document(struct yparse *y, struct app_opts *opts)
 		snprintf(key, sizeof(key), "%s", scalar(y));
 		key_mark = y->ev.start_mark;
 		if (strcmp(key, "vms") == 0) {
-			if (yaml_vms(y, opts) < 0)
+			if (yaml_vms(y) < 0)
 				return -1;
 			have_vms = true;
 			continue;
@@ -203,29 +217,39 @@ static int yaml_document(struct yparse *y, struct app_opts *opts)
 	if (expect(y, YAML_DOCUMENT_END_EVENT, "the end of the document") < 0 ||
 	    expect(y, YAML_STREAM_END_EVENT, "the end of the file (one document only)") < 0)
 		return -1;
+	for (i = 0; i < y->nb_vms; i++) {
+		char msg[APP_ERR_LEN];
+
+		if (app_vm_add(y->vms[i].spec, opts, msg, sizeof(msg)) < 0)
+			return yfail(y, &y->vms[i].mark, "vms[%u]: %s", i,
+				     strncmp(msg, "--vm: ", 6) == 0 ? msg + 6 : msg);
+	}
 	return 0;
 }
 
 int app_config_yaml_load(const char *path, struct app_opts *opts, char *err, size_t err_len)
 {
-	struct yparse y = { .path = path, .err = err, .err_len = err_len };
+	struct yparse *y = calloc(1, sizeof(*y));
 	FILE *f = fopen(path, "r");
-	int rc;
+	int rc = -1;
 
-	if (!f) {
+	if (!f || !y) {
 		snprintf(err, err_len, "cannot read config file '%s': %m", path);
-		return -1;
+		goto out;
 	}
-	if (!yaml_parser_initialize(&y.parser)) {
-		fclose(f);
+	*y = (struct yparse){ .path = path, .err = err, .err_len = err_len };
+	if (!yaml_parser_initialize(&y->parser)) {
 		snprintf(err, err_len, "%s: cannot start the YAML parser", path);
-		return -1;
+		goto out;
 	}
-	yaml_parser_set_input_file(&y.parser, f);
-	rc = yaml_document(&y, opts);
-	if (y.have_ev)
-		yaml_event_delete(&y.ev);
-	yaml_parser_delete(&y.parser);
-	fclose(f);
+	yaml_parser_set_input_file(&y->parser, f);
+	rc = yaml_document(y, opts);
+	if (y->have_ev)
+		yaml_event_delete(&y->ev);
+	yaml_parser_delete(&y->parser);
+out:
+	if (f)
+		fclose(f);
+	free(y);
 	return rc;
 }
