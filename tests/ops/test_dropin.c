@@ -465,7 +465,8 @@ static void test_siblings(void)
 	       G2G_BYTES);
 	tap_ok(g3.stray == 0 && g4.stray == 0 && g3.g.errors == 0 && g4.g.errors == 0,
 	       "every packet from the peer's CID, and by the protocol (%s%s)", g3.g.err, g4.g.err);
-	tap_ok(!app_proc_log_contains(&e.app, "no VM names a group"),
+	tap_ok(POLL_WAIT(app_proc_log_contains(&e.app, "serving 2 VMs"), WAIT_MS, usleep(1000)) &&
+	       !app_proc_log_contains(&e.app, "no VM names a group"),
 	       "no start-up notice: the VMs name groups");
 out:
 	guest_detach(&g3);
@@ -478,7 +479,9 @@ out:
 			  socks, false) == 0, "same VMs without groups: app started")) {
 		return;
 	}
-	tap_ok(app_proc_log_contains(&e.app, "no VM names a group") &&
+	/* Printed once the VMs are served, which may be after their sockets appeared. */
+	tap_ok(POLL_WAIT(app_proc_log_contains(&e.app, "serving 2 VMs"), WAIT_MS, usleep(1000)) &&
+	       app_proc_log_contains(&e.app, "no VM names a group") &&
 	       app_proc_log_contains(&e.app, "groups=default"),
 	       "one start-up line says they are isolated and how to join them");
 	if (guest_attach(&g3) == 0 && guest_attach(&g4) == 0 &&
