@@ -28,6 +28,7 @@
 
 #include "ops_util.h"
 #include "poll_wait.h"
+#include "vfe_shim.h"
 
 #define START_MS 15000
 #define WAIT_MS 10000
@@ -326,30 +327,10 @@ struct guest {
 
 static struct guest g3 = { .cid = 3, .peer = 4 }, g4 = { .cid = 4, .peer = 3 };
 
-/*
- * Header of the chain the driver just added to @p vq (not yet published when tx_hook runs):
- * the driver always starts a chain with the header.
- */
-static struct virtio_vsock_hdr *chain_just_added(const struct vfe_vq *vq)
-{
-	uint64_t gpa;
-
-	if (vq->packed) {
-		gpa = le64toh(vq->pdesc[vq->pending[vq->npending - 1].idx].addr);
-	} else {
-		uint16_t head = le16toh(vq->avail->ring[(uint16_t)(vq->avail_idx - 1) &
-							  (vq->num - 1)]);
-
-		gpa = le64toh(vq->desc[head].addr);
-	}
-	return vfe_mem_ptr(vq->mem, gpa, sizeof(struct virtio_vsock_hdr));
-}
-
-/* vfe_guest talks to CID 2 only: each guest here talks to its peer only. */
 static void tx_hook(void *ctx, const struct vfe_vsock_pkt *pkt)
 {
 	struct guest *gs = ctx;
-	struct virtio_vsock_hdr *h = chain_just_added(&gs->v.vq[VFE_VSOCK_TX]);
+	struct virtio_vsock_hdr *h = vfe_shim_chain_just_added(&gs->v.vq[VFE_VSOCK_TX]);
 
 	(void)pkt;
 	if (h)
