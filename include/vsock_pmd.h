@@ -39,6 +39,23 @@ extern "C" {
 /** Longest group name, NUL included. */
 #define VSOCK_PMD_GROUP_NAME_MAX 32
 
+/*
+ * Per-VM limits (struct vsock_pmd_vm_conf): bounds and the default a 0 field stands for
+ * (doc/operators-guide.md, "Per-VM limits").
+ */
+/** Bytes held per connection for guest data the host has not read; our buf_alloc. */
+#define VSOCK_PMD_TX_BUFFER_DEFAULT (256u * 1024)
+#define VSOCK_PMD_TX_BUFFER_MIN 1024u
+#define VSOCK_PMD_TX_BUFFER_MAX (64u * 1024 * 1024)
+/** Largest virtqueue accepted: the default is the largest virtio allows. */
+#define VSOCK_PMD_QUEUE_SIZE_MAX 32768u
+/** Connections per VM, CONNECT lines in progress included. */
+#define VSOCK_PMD_MAX_CONNS_DEFAULT 1023u
+#define VSOCK_PMD_MAX_CONNS_MAX 16384u
+/** CONNECT-line and connect timeouts, in milliseconds. */
+#define VSOCK_PMD_TIMEOUT_MS_DEFAULT 2000u
+#define VSOCK_PMD_TIMEOUT_MS_MAX 3600000u
+
 /** One VM: its context ID and where its sockets live. */
 struct vsock_pmd_vm_conf {
 	/** The guest's CID, returned by VHOST_USER_GET_CONFIG. */
@@ -66,6 +83,30 @@ struct vsock_pmd_vm_conf {
 	 */
 	unsigned int nb_groups;
 	char groups[VSOCK_PMD_MAX_VM_GROUPS][VSOCK_PMD_GROUP_NAME_MAX];
+	/*
+	 * Limits; 0 stands for the default. vsock_pmd_vm_info_get() reports the values in force.
+	 */
+	/**
+	 * Bytes held per connection for data from the guest the host has not read yet
+	 * (VSOCK_PMD_TX_BUFFER_MIN..MAX, default VSOCK_PMD_TX_BUFFER_DEFAULT), advertised to
+	 * the guest as buf_alloc: with it full the guest waits for credit, nothing is dropped.
+	 * vhost-device-vsock's tx-buffer-size.
+	 */
+	uint32_t tx_buffer_size;
+	/**
+	 * Largest virtqueue accepted, 1..VSOCK_PMD_QUEUE_SIZE_MAX (the default): a frontend
+	 * asking for a larger ring (SET_VRING_NUM) is refused. vhost-device-vsock's queue-size.
+	 */
+	uint32_t queue_size;
+	/** Connections, 1..VSOCK_PMD_MAX_CONNS_MAX (default VSOCK_PMD_MAX_CONNS_DEFAULT). */
+	uint32_t max_conns;
+	/** A host program's CONNECT line must end within this (1..VSOCK_PMD_TIMEOUT_MS_MAX). */
+	uint32_t line_timeout_ms;
+	/**
+	 * A connect must be answered within this (1..VSOCK_PMD_TIMEOUT_MS_MAX): the guest's
+	 * RESPONSE to a host CONNECT, or another guest's accept of this guest's REQUEST.
+	 */
+	uint32_t connect_timeout_ms;
 };
 
 /** How a worker lcore waits when its rings and sockets have nothing for it. */
@@ -234,6 +275,12 @@ struct vsock_pmd_vm_info {
 	uint16_t ring_size[VSOCK_PMD_NB_QUEUES];
 	bool ring_broken[VSOCK_PMD_NB_QUEUES];	/**< stopped: the guest broke the ring */
 	uint32_t conns;		/**< open connections */
+	/* The limits in force (struct vsock_pmd_vm_conf, defaults filled in). */
+	uint32_t tx_buffer_size;
+	uint32_t queue_size;
+	uint32_t max_conns;
+	uint32_t line_timeout_ms;
+	uint32_t connect_timeout_ms;
 };
 
 /** Settings in force. */

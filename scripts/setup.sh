@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
 	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev libnuma-dev python3
 	qemu-system-x86 linux-image-amd64 busybox-static cpio xz-utils zstd gzip
-	clang libclang-rt-14-dev python3-matplotlib
+	clang libclang-rt-14-dev python3-matplotlib libyaml-dev
 	libsystemd-dev systemd debhelper dpkg-dev
 )
 # Hugepages to reserve (2 MiB each) for runs that do not pass --no-huge.

@@ -130,8 +130,41 @@ static int add_group(struct vsock_pmd_vm_conf *vm, const char *name, char *err, 
 	return 0;
 }
 
+/* A per-VM limit (vsock_pmd.h) from a --vm key. */
+static int parse_limit(const char *key, const char *val, uint64_t min, uint64_t max,
+		       uint32_t *out, char *err, size_t err_len)
+{
+	uint64_t v;
+
+	if (parse_u64(val, &v) < 0 || v < min || v > max)
+		return fail(err, err_len, "--vm: %s '%s' is not a number in %" PRIu64 "..%" PRIu64,
+			    key, val, min, max);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* vhost-device-vsock's groups=a+b: every name a group= of ours. */
+static int add_groups(struct vsock_pmd_vm_conf *vm, char *list, char *err, size_t err_len)
+{
+	char *save, *name;
+
+	if (*list == '\0' || *list == '+' || list[strlen(list) - 1] == '+' || strstr(list, "++"))
+		return fail(err, err_len, "--vm: groups '%s' must be group names joined by '+'",
+			    list);
+	for (name = strtok_r(list, "+", &save); name; name = strtok_r(NULL, "+", &save)) {
+		if (add_group(vm, name, err, err_len) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The CID vhost-device-vsock gives a VM described without one. */
+#define PEER_DEFAULT_CID 3
+
 int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_len)
 {
+	/* Described with vhost-device-vsock's keys: its defaults may differ from ours. */
+	bool peer = false;
 	struct vsock_pmd_conf *conf = &opts->pmd;
 	struct vsock_pmd_vm_conf vm = { 0 };
 	bool have_cid = false;
@@ -150,6 +183,9 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 		if (!val)
 			return fail(err, err_len, "--vm: '%s' is not key=value", item);
 		*val++ = '\0';
+		/* vhost-device-vsock takes every key with '-' or '_': so do we. */
+		for (char *k = item; *k; k++)
+			*k = *k == '_' ? '-' : *k;
 		if (strcmp(item, "cid") == 0) {
 			if (parse_u64(val, &vm.cid) < 0)
 				return fail(err, err_len, "--vm: cid '%s' is not a number", val);
@@ -177,17 +213,65 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 			if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
 				return fail(err, err_len, "--vm: client '%s' is not 0 or 1", val);
 			vm.client = val[0] == '1';
+		} else if (strcmp(item, "guest-cid") == 0) {
+			if (parse_u64(val, &vm.cid) < 0)
+				return fail(err, err_len, "--vm: guest-cid '%s' is not a number",
+					    val);
+			have_cid = peer = true;
+		} else if (strcmp(item, "uds-path") == 0) {
+			if (copy_path(vm.uds_path, val, "uds-path",
+				      VSOCK_PMD_PATH_MAX - UDS_PORT_SUFFIX_MAX, err, err_len) < 0)
+				return -1;
+			peer = true;
+		} else if (strcmp(item, "groups") == 0) {
+			if (add_groups(&vm, val, err, err_len) < 0)
+				return -1;
+			peer = true;
+		} else if (strcmp(item, "tx-buffer-size") == 0) {
+			if (parse_limit(item, val, VSOCK_PMD_TX_BUFFER_MIN, VSOCK_PMD_TX_BUFFER_MAX,
+					&vm.tx_buffer_size, err, err_len) < 0)
+				return -1;
+			peer = true;
+		} else if (strcmp(item, "queue-size") == 0) {
+			if (parse_limit(item, val, 1, VSOCK_PMD_QUEUE_SIZE_MAX, &vm.queue_size,
+					err, err_len) < 0)
+				return -1;
+			peer = true;
+		} else if (strcmp(item, "max-connections") == 0) {
+			if (parse_limit(item, val, 1, VSOCK_PMD_MAX_CONNS_MAX, &vm.max_conns,
+					err, err_len) < 0)
+				return -1;
+		} else if (strcmp(item, "line-timeout-ms") == 0) {
+			if (parse_limit(item, val, 1, VSOCK_PMD_TIMEOUT_MS_MAX, &vm.line_timeout_ms,
+					err, err_len) < 0)
+				return -1;
+		} else if (strcmp(item, "connect-timeout-ms") == 0) {
+			if (parse_limit(item, val, 1, VSOCK_PMD_TIMEOUT_MS_MAX,
+					&vm.connect_timeout_ms, err, err_len) < 0)
+				return -1;
+		} else if (strcmp(item, "forward-cid") == 0 || strcmp(item, "forward-listen") == 0) {
+			return fail(err, err_len, "--vm: %s= (vhost-device-vsock's AF_VSOCK "
+				    "forwarding backend) is not supported: give the VM a uds-path= "
+				    "and have host programs use its hybrid Unix sockets, or bridge "
+				    "them with socat (doc/migrating.md)", item);
 		} else {
 			return fail(err, err_len, "--vm: unknown key '%s' (expected cid, socket, "
-				    "uds, lcore, group, client)", item);
+				    "uds, lcore, group, client, max-connections, line-timeout-ms, "
+				    "connect-timeout-ms, or vhost-device-vsock's guest-cid, uds-path, "
+				    "tx-buffer-size, queue-size, groups)", item);
 		}
 	}
+	if (peer && !have_cid) {
+		vm.cid = PEER_DEFAULT_CID;
+		have_cid = true;
+	}
+	opts->peer_keys |= peer;
 	if (!have_cid)
-		return fail(err, err_len, "--vm '%s': missing cid=", spec);
+		return fail(err, err_len, "--vm '%s': missing cid= (guest-cid=)", spec);
 	if (vm.socket_path[0] == '\0')
 		return fail(err, err_len, "--vm '%s': missing socket=", spec);
 	if (vm.uds_path[0] == '\0')
-		return fail(err, err_len, "--vm '%s': missing uds=", spec);
+		return fail(err, err_len, "--vm '%s': missing uds= (uds-path=)", spec);
 
 	conf->vms[conf->nb_vms++] = vm;
 	return 0;
@@ -232,6 +316,10 @@ int app_idle_us_parse(const char *s, unsigned int *idle_us, char *err, size_t er
 enum {
 	OPT_VM = 256, OPT_CONFIG, OPT_BURST, OPT_STATS_PERIOD, OPT_USED_PUBLISH, OPT_WAIT_MODE,
 	OPT_MBUFS, OPT_IDLE_US, OPT_VERSION,
+	/* vhost-device-vsock's single-VM options: one --vm of these keys. */
+	OPT_PEER_VM_FIRST, OPT_GUEST_CID = OPT_PEER_VM_FIRST, OPT_SOCKET, OPT_UDS_PATH,
+	OPT_TX_BUFFER_SIZE, OPT_QUEUE_SIZE, OPT_GROUPS, OPT_FORWARD_CID, OPT_FORWARD_LISTEN,
+	OPT_PEER_VM_LAST = OPT_FORWARD_LISTEN,
 };
 
 static const struct option long_opts[] = {
@@ -244,15 +332,50 @@ static const struct option long_opts[] = {
 	{ "used-publish", required_argument, NULL, OPT_USED_PUBLISH },
 	{ "wait-mode", required_argument, NULL, OPT_WAIT_MODE },
 	{ "idle-us", required_argument, NULL, OPT_IDLE_US },
+	{ "guest-cid", required_argument, NULL, OPT_GUEST_CID },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "uds-path", required_argument, NULL, OPT_UDS_PATH },
+	{ "tx-buffer-size", required_argument, NULL, OPT_TX_BUFFER_SIZE },
+	{ "queue-size", required_argument, NULL, OPT_QUEUE_SIZE },
+	{ "groups", required_argument, NULL, OPT_GROUPS },
+	{ "forward-cid", required_argument, NULL, OPT_FORWARD_CID },
+	{ "forward-listen", required_argument, NULL, OPT_FORWARD_LISTEN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
+/* One of vhost-device-vsock's single-VM options: a key of the VM app_args_parse() adds. */
+static int single_vm_set(int opt, const char *val, struct app_opts *opts, char *err,
+			 size_t err_len)
+{
+	const char *name = long_opts[0].name;
+	size_t used = strlen(opts->single_vm);
+	const struct option *o;
+
+	for (o = long_opts; o->name; o++) {
+		if (o->val == opt)
+			name = o->name;
+	}
+	if (opt == OPT_FORWARD_CID || opt == OPT_FORWARD_LISTEN)
+		return fail(err, err_len, "--%s (vhost-device-vsock's AF_VSOCK forwarding "
+			    "backend) is not supported: use --uds-path and have host programs "
+			    "use its hybrid Unix sockets, or bridge them with socat "
+			    "(doc/migrating.md)", name);
+	if (strchr(val, ','))
+		return fail(err, err_len, "--%s '%s': a value with ',' cannot be used", name, val);
+	if (snprintf(opts->single_vm + used, sizeof(opts->single_vm) - used, "%s=%s,", name,
+		     val) >= (int)(sizeof(opts->single_vm) - used))
+		return fail(err, err_len, "--%s: the VM's options are too long", name);
+	return 0;
+}
+
 /* Apply one option that takes a value, from the command line or a config file. */
 static int apply_value(int opt, const char *val, struct app_opts *opts, char *err,
 		       size_t err_len)
 {
+	if (opt >= OPT_PEER_VM_FIRST && opt <= OPT_PEER_VM_LAST)
+		return single_vm_set(opt, val, opts, err, err_len);
 	switch (opt) {
 	case OPT_VM:
 		return app_vm_add(val, opts, err, err_len);
@@ -333,6 +456,12 @@ int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size
 	}
 	if (optind < argc)
 		return fail(err, err_len, "unexpected argument '%s'", argv[optind]);
+	if (opts->single_vm[0] != '\0') {
+		opts->single_vm[strlen(opts->single_vm) - 1] = '\0';
+		if (app_vm_add(opts->single_vm, opts, err, err_len) < 0)
+			return -1;
+		opts->peer_keys = true;
+	}
 	return 0;
 }
 
@@ -445,4 +574,13 @@ int app_opts_validate(const struct app_opts *opts, char *err, size_t err_len)
 	if (count_groups(conf) > VSOCK_PMD_MAX_GROUPS)
 		return fail(err, err_len, "more than %d distinct group names", VSOCK_PMD_MAX_GROUPS);
 	return 0;
+}
+
+const char *app_opts_notice(const struct app_opts *opts)
+{
+	if (!opts->peer_keys || opts->pmd.nb_vms < 2 || count_groups(&opts->pmd) != 0)
+		return NULL;
+	return "no VM names a group: each reaches the host only (vhost-device-vsock would put "
+	       "them all in group 'default'); add groups=default to each VM that should reach "
+	       "the others";
 }

@@ -17,6 +17,13 @@ struct app_opts {
 	bool interactive;
 	/** --stats-period: seconds between statistics displays, 0 for none. */
 	unsigned int stats_period;
+	/**
+	 * Some VM was described with vhost-device-vsock's keys or options (doc/migrating.md):
+	 * app_opts_notice() then says where its defaults differ from ours.
+	 */
+	bool peer_keys;
+	/** Its single-VM options (--guest-cid, --socket, ...), as "key=value," pairs. */
+	char single_vm[1024];
 };
 
 /** Room for one error message; every parser writes a sentence naming the problem. */
@@ -38,7 +45,11 @@ int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size
 /** Whether @p name (without "--") is one of the long options app_args_parse() takes. */
 bool app_opt_known(const char *name);
 
-/** Parse one "cid=N,socket=PATH,uds=PATH" description and append it to @p opts. */
+/**
+ * Parse one "cid=N,socket=PATH,uds=PATH" description and append it to @p opts. Also takes
+ * vhost-device-vsock's keys (guest-cid, uds-path, tx-buffer-size, queue-size, groups=a+b;
+ * '_' for '-' in every key), and refuses its forward-cid/forward-listen by name.
+ */
 int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_len);
 
 /** Parse a burst size (1..VSOCK_PMD_BURST_MAX). */
@@ -72,9 +83,25 @@ int app_opt_set(const char *name, const char *val, struct app_opts *opts, char *
 
 /**
  * Read a configuration file: one long option per line without the leading
- * "--" ("vm cid=3,socket=...", "burst 32"); '#' starts a comment.
+ * "--" ("vm cid=3,socket=...", "burst 32"); '#' starts a comment. A file named
+ * *.yaml or *.yml, or whose first significant line starts with "vms:" or "---", is
+ * vhost-device-vsock's YAML instead (app_config_yaml_load()).
  */
 int app_config_load(const char *path, struct app_opts *opts, char *err, size_t err_len);
+
+/**
+ * Read vhost-device-vsock's YAML configuration: a top-level "vms:" sequence of maps
+ * with guest_cid, socket, uds_path, tx_buffer_size, queue_size and groups (and our own
+ * --vm keys, '-' or '_'). Errors name the file, line and column, and what was expected.
+ */
+int app_config_yaml_load(const char *path, struct app_opts *opts, char *err, size_t err_len);
+
+/**
+ * The line to log at start-up, or NULL: a configuration written with vhost-device-vsock's
+ * keys names no group, so its VMs, which would all reach each other there, are isolated
+ * here (doc/migrating.md).
+ */
+const char *app_opts_notice(const struct app_opts *opts);
 
 /**
  * Check the whole configuration before anything is created: at least one VM,

@@ -5,8 +5,10 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "args.h"
 
@@ -39,6 +41,36 @@ static int config_line(char *line, struct app_opts *opts, char *err, size_t err_
 	return app_opt_set(key, val, opts, err, err_len);
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcasecmp(s + n - m, suffix) == 0;
+}
+
+/*
+ * vhost-device-vsock's YAML, by name (*.yaml, *.yml) or by content: its first line that
+ * is neither blank nor a comment opens a document ("---") or the "vms:" map. Neither can
+ * start a line of ours, whose keys are option names followed by a space.
+ */
+static bool is_yaml(const char *path, FILE *f)
+{
+	char line[1200];
+
+	if (ends_with(path, ".yaml") || ends_with(path, ".yml"))
+		return true;
+	while (fgets(line, sizeof(line), f)) {
+		char *s = trim(line);
+
+		if (*s == '\0' || *s == '#')
+			continue;
+		rewind(f);
+		return strncmp(s, "---", 3) == 0 || strncmp(s, "vms:", 4) == 0;
+	}
+	rewind(f);
+	return false;
+}
+
 int app_config_load(const char *path, struct app_opts *opts, char *err, size_t err_len)
 {
 	char line[1200], msg[APP_ERR_LEN];
@@ -49,6 +81,10 @@ int app_config_load(const char *path, struct app_opts *opts, char *err, size_t e
 	if (!f) {
 		snprintf(err, err_len, "cannot read config file '%s': %s", path, strerror(errno));
 		return -1;
+	}
+	if (is_yaml(path, f)) {
+		fclose(f);
+		return app_config_yaml_load(path, opts, err, err_len);
 	}
 	while (fgets(line, sizeof(line), f)) {
 		char *hash, *s;

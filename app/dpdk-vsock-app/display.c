@@ -337,6 +337,9 @@ int display_config(void)
 		       vi.pinned ? "pinned" : "balanced", vi.numa_socket);
 		print_groups(&vi);
 		printf("\n      socket %s\n      uds    %s\n", vi.socket_path, vi.uds_path);
+		printf("      tx-buffer-size %u, queue-size %u, max-connections %u, "
+		       "line-timeout-ms %u, connect-timeout-ms %u\n", vi.tx_buffer_size,
+		       vi.queue_size, vi.max_conns, vi.line_timeout_ms, vi.connect_timeout_ms);
 	}
 	fflush(stdout);
 	return 0;

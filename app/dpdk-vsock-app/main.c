@@ -35,8 +35,7 @@
 #include "console.h"
 #include "display.h"
 
-/* Host sockets a VM can hold (its connection table, CONNECT lines included), and the rest. */
-#define FDS_PER_VM 1024
+/* Descriptors beyond the VMs' connection tables: vhost-user, listeners, EAL, console. */
 #define FDS_RESERVED 256
 
 /* Exit status for a wrong command line or config file. */
@@ -47,10 +46,16 @@
  * descriptors one guest opening its allowed connections would starve the other
  * VMs and the vhost-user sockets, so ask for room for all of them up front.
  */
-static void raise_fd_limit(unsigned int nb_vms)
+static void raise_fd_limit(const struct vsock_pmd_conf *conf)
 {
-	rlim_t want = (rlim_t)nb_vms * FDS_PER_VM + FDS_RESERVED;
+	unsigned int nb_vms = conf->nb_vms, i;
+	rlim_t want = FDS_RESERVED;
 	struct rlimit rl;
+
+	/* A host socket per connection, CONNECT lines included, and the VM's listener. */
+	for (i = 0; i < nb_vms; i++)
+		want += (conf->vms[i].max_conns ? conf->vms[i].max_conns :
+			 VSOCK_PMD_MAX_CONNS_DEFAULT) + 1;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
 		return;
@@ -73,8 +78,13 @@ static void usage(const char *prog)
 	       "        group=G optional, repeatable: VMs sharing a group reach each other\n"
 	       "        client=1 optional: connect to socket (QEMU listens: server=on) and\n"
 	       "                reconnect after a restart of either side\n"
+	       "        tx-buffer-size=N, queue-size=N, max-connections=N, line-timeout-ms=N,\n"
+	       "        connect-timeout-ms=N  optional per-VM limits (doc/operators-guide.md)\n"
+	       "        vhost-device-vsock's keys work too: guest-cid, uds-path, groups=a+b,\n"
+	       "        as do its --guest-cid --socket --uds-path ... (doc/migrating.md)\n"
 	       "  --config FILE   read options from FILE, one long option per line without\n"
-	       "                  \"--\" (\"vm ...\", \"burst N\", \"wait-mode notify\", ...)\n"
+	       "                  \"--\" (\"vm ...\", \"burst N\", \"wait-mode notify\", ...),\n"
+	       "                  or vhost-device-vsock's YAML (*.yaml, or starting \"vms:\")\n"
 	       "  --burst N       packets per virtqueue per poll, 1..%u (default %u)\n"
 	       "  --mbufs N       payload buffers per VM, %u..%u (default %u); when they run\n"
 	       "                  out, data waits in the rings and sockets, none is dropped\n"
@@ -286,7 +296,7 @@ int main(int argc, char **argv)
 	sigaddset(&stop_sigs, SIGTERM);
 	sigprocmask(SIG_BLOCK, &stop_sigs, NULL);
 
-	raise_fd_limit(opts.pmd.nb_vms);
+	raise_fd_limit(&opts.pmd);
 	rc = rte_eal_init(sep, argv);
 	if (rc < 0) {
 		fprintf(stderr, "%s: EAL initialisation failed: %s\n", argv[0],
@@ -300,6 +310,8 @@ int main(int argc, char **argv)
 		rte_eal_cleanup();
 		return EXIT_FAILURE;
 	}
+	if (app_opts_notice(&opts))
+		printf("dpdk-vsock-app: %s\n", app_opts_notice(&opts));
 	printf("dpdk-vsock-app: serving %u VM%s on %u worker lcore%s; Ctrl-C to stop\n",
 	       opts.pmd.nb_vms, opts.pmd.nb_vms == 1 ? "" : "s", rte_lcore_count() - 1,
 	       rte_lcore_count() == 2 ? "" : "s");

@@ -174,7 +174,7 @@ struct conn_table {
 	struct rte_hash *hash;
 	struct rte_hash *sib_hash;	/* connections whose peer is another guest */
 	int epfd;
-	uint64_t timeout_tsc;
+	uint64_t timeout_tsc, line_timeout_tsc, connect_timeout_tsc;
 	uint64_t now;		/* now_tsc of the current conn_poll_host() */
 	uint32_t room;		/* payload bytes per mbuf */
 	uint32_t next_port;	/* next host port offset for host -> guest connections */
@@ -427,13 +427,27 @@ static void timer_del(struct conn_table *t, struct conn *c)
 	}
 }
 
-/* Every timeout has the same length, so the tail always holds the latest deadline. */
+/*
+ * The timer of @p c's state, kept in deadline order. Timeouts of one length land at the
+ * tail at once; a shorter one walks back only past the longer ones set less than the
+ * difference ago.
+ */
 static void timer_set(struct conn_table *t, struct conn *c)
 {
+	uint64_t len = c->state == CS_LINE ? t->line_timeout_tsc :
+		       c->state == CS_CLOSING ? t->timeout_tsc : t->connect_timeout_tsc;
+	struct conn *after;
+
 	timer_del(t, c);
-	c->deadline = t->now + t->timeout_tsc;
+	c->deadline = t->now + len;
 	c->lists |= L_TIMER;
-	TAILQ_INSERT_TAIL(&t->timers, c, timer_link);
+	after = TAILQ_LAST(&t->timers, conn_list);
+	while (after && after->deadline > c->deadline)
+		after = TAILQ_PREV(after, conn_list, timer_link);
+	if (after)
+		TAILQ_INSERT_AFTER(&t->timers, after, c, timer_link);
+	else
+		TAILQ_INSERT_HEAD(&t->timers, c, timer_link);
 }
 
 /* ---- credit ---- */
@@ -1956,6 +1970,8 @@ void conn_table_conf_init(struct conn_table_conf *conf)
 		.max_conns = CONN_MAX_DEFAULT,
 		.buf_alloc = CONN_BUF_ALLOC_DEFAULT,
 		.timeout_ms = CONN_TIMEOUT_MS_DEFAULT,
+		.line_timeout_ms = CONN_TIMEOUT_MS_DEFAULT,
+		.connect_timeout_ms = CONN_TIMEOUT_MS_DEFAULT,
 	};
 }
 
@@ -2027,6 +2043,7 @@ struct conn_table *conn_table_create(const struct conn_table_conf *conf)
 
 	if (!conf->uds_path || strlen(conf->uds_path) >= sizeof(t->uds_path) || !conf->pool ||
 	    conf->max_conns == 0 || conf->buf_alloc == 0 || conf->timeout_ms == 0 ||
+	    conf->line_timeout_ms == 0 || conf->connect_timeout_ms == 0 ||
 	    rte_pktmbuf_data_room_size(conf->pool) <= RTE_PKTMBUF_HEADROOM) {
 		rte_errno = EINVAL;
 		return NULL;
@@ -2044,6 +2061,8 @@ struct conn_table *conn_table_create(const struct conn_table_conf *conf)
 	t->room = rte_pktmbuf_data_room_size(conf->pool) - RTE_PKTMBUF_HEADROOM;
 	t->dir_quota = conf->mbuf_quota ? RTE_MAX(conf->mbuf_quota / 2, 1u) : UINT32_MAX;
 	t->timeout_tsc = rte_get_tsc_hz() * conf->timeout_ms / 1000;
+	t->line_timeout_tsc = rte_get_tsc_hz() * conf->line_timeout_ms / 1000;
+	t->connect_timeout_tsc = rte_get_tsc_hz() * conf->connect_timeout_ms / 1000;
 	/* Scratch big enough for a whole SEQPACKET message either way, or one read. */
 	t->scratch_n = (RTE_MAX(conf->buf_alloc, READ_CHUNK) + t->room - 1) / t->room + 2;
 	t->scratch_n = RTE_MIN(t->scratch_n, (unsigned int)IOV_MAX);

@@ -20,6 +20,8 @@
 
 #include <linux/virtio_vsock.h>
 
+#include <vsock_pmd.h>
+
 #include "vsock_pkt.h"
 
 struct ep_waker;
@@ -28,9 +30,9 @@ struct rte_ring;
 struct conn_table;
 
 /** Defaults for struct conn_table_conf. */
-#define CONN_MAX_DEFAULT 1023
-#define CONN_BUF_ALLOC_DEFAULT (256 * 1024)
-#define CONN_TIMEOUT_MS_DEFAULT 2000
+#define CONN_MAX_DEFAULT VSOCK_PMD_MAX_CONNS_DEFAULT
+#define CONN_BUF_ALLOC_DEFAULT VSOCK_PMD_TX_BUFFER_DEFAULT
+#define CONN_TIMEOUT_MS_DEFAULT VSOCK_PMD_TIMEOUT_MS_DEFAULT
 
 /** What conn_table_create() needs; conn_table_conf_init() fills the defaults. */
 struct conn_table_conf {
@@ -55,8 +57,12 @@ struct conn_table_conf {
 	uint32_t max_conns;
 	/** Our receive buffer per connection, advertised to the guest as buf_alloc. */
 	uint32_t buf_alloc;
-	/** CONNECT line, guest answer to a REQUEST, guest RST after our full SHUTDOWN. */
+	/** Guest RST after our full SHUTDOWN. */
 	uint32_t timeout_ms;
+	/** A host program's CONNECT line. */
+	uint32_t line_timeout_ms;
+	/** The guest's answer to our REQUEST; a ring peer's accept of the guest's REQUEST. */
+	uint32_t connect_timeout_ms;
 	/** VIRTIO_VSOCK_F_SEQPACKET negotiated; conn_table_set_seqpacket() changes it later. */
 	bool seqpacket;
 	/**

@@ -332,8 +332,17 @@ static enum rte_vhost_msg_result pre_msg_handle(int vid, void *raw)
 	case VHOST_USER_GET_CONFIG:
 		res = answer_get_config(dev, msg);
 		break;
-	case VHOST_USER_SET_MEM_TABLE:
 	case VHOST_USER_SET_VRING_NUM:
+		/* The ring is refused before DPDK sizes anything for it. */
+		if (msg->payload.state.num > dev->conf.queue_size) {
+			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": ring %u of %u entries refused: larger "
+				  "than its queue-size %u", dev->conf.cid, msg->payload.state.index,
+				  msg->payload.state.num, dev->conf.queue_size);
+			res = RTE_VHOST_MSG_RESULT_ERR;
+			break;
+		}
+		/* fall through */
+	case VHOST_USER_SET_MEM_TABLE:
 	case VHOST_USER_SET_VRING_ADDR:
 	case VHOST_USER_SET_VRING_BASE:
 	case VHOST_USER_SET_VRING_KICK:
@@ -588,6 +597,10 @@ static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
 	cc.incoming = ep_sibling_incoming(dev->conf.cid);
 	cc.waker = worker_waker(dev->worker);
 	cc.no_guest = true;
+	cc.buf_alloc = dev->conf.tx_buffer_size;
+	cc.max_conns = dev->conf.max_conns;
+	cc.line_timeout_ms = dev->conf.line_timeout_ms;
+	cc.connect_timeout_ms = dev->conf.connect_timeout_ms;
 	dev->conns = conn_table_create(&cc);
 	if (!dev->conns) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create its connection table: %s",
@@ -655,6 +668,21 @@ static int devs_place(const struct vsock_pmd_conf *conf, struct worker **home)
 		load[best]++;
 	}
 	return 0;
+}
+
+/* The limits a VM's configuration leaves at 0 get their defaults (vsock_pmd.h). */
+static void vm_conf_defaults(struct vsock_pmd_vm_conf *vm)
+{
+	if (!vm->tx_buffer_size)
+		vm->tx_buffer_size = VSOCK_PMD_TX_BUFFER_DEFAULT;
+	if (!vm->queue_size)
+		vm->queue_size = VSOCK_PMD_QUEUE_SIZE_MAX;
+	if (!vm->max_conns)
+		vm->max_conns = VSOCK_PMD_MAX_CONNS_DEFAULT;
+	if (!vm->line_timeout_ms)
+		vm->line_timeout_ms = VSOCK_PMD_TIMEOUT_MS_DEFAULT;
+	if (!vm->connect_timeout_ms)
+		vm->connect_timeout_ms = VSOCK_PMD_TIMEOUT_MS_DEFAULT;
 }
 
 /* One payload mempool per NUMA node that polls VMs, sized for the VMs it polls. */
@@ -732,6 +760,7 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 			return -ENOMEM;
 		}
 		dev->conf = conf->vms[i];
+		vm_conf_defaults(&dev->conf);
 		dev->vid = -1;
 		dev->listen_fd = -1;
 		dev->kick_fd[VSOCK_VQ_RX] = -1;

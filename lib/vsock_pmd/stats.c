@@ -370,6 +370,11 @@ int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 		info->ring_broken[q] = __atomic_load_n(&dev->vq[q].broken, __ATOMIC_RELAXED);
 	}
 	info->conns = conn_count(dev->conns);
+	info->tx_buffer_size = dev->conf.tx_buffer_size;
+	info->queue_size = dev->conf.queue_size;
+	info->max_conns = dev->conf.max_conns;
+	info->line_timeout_ms = dev->conf.line_timeout_ms;
+	info->connect_timeout_ms = dev->conf.connect_timeout_ms;
 out:
 	vsock_devs_unlock();
 	api_leave();

@@ -118,6 +118,11 @@ static int tel_vms(const char *cmd __rte_unused, const char *params __rte_unused
 		rte_tel_data_add_dict_u64(v, "tx_ring_broken", vi.ring_broken[VSOCK_PMD_Q_TX]);
 		rte_tel_data_add_dict_string(v, "socket", vi.socket_path);
 		rte_tel_data_add_dict_string(v, "uds", vi.uds_path);
+		rte_tel_data_add_dict_u64(v, "tx_buffer_size", vi.tx_buffer_size);
+		rte_tel_data_add_dict_u64(v, "queue_size", vi.queue_size);
+		rte_tel_data_add_dict_u64(v, "max_conns", vi.max_conns);
+		rte_tel_data_add_dict_u64(v, "line_timeout_ms", vi.line_timeout_ms);
+		rte_tel_data_add_dict_u64(v, "connect_timeout_ms", vi.connect_timeout_ms);
 	}
 	return 0;
 }

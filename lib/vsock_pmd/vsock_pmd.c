@@ -25,8 +25,20 @@ void vsock_pmd_conf_init(struct vsock_pmd_conf *conf)
 	};
 }
 
+/* A limit left at 0 takes its default (vsock_pmd.h); any other must be in its range. */
+static bool vm_limits_valid(const struct vsock_pmd_vm_conf *vm)
+{
+	return (!vm->tx_buffer_size || (vm->tx_buffer_size >= VSOCK_PMD_TX_BUFFER_MIN &&
+					vm->tx_buffer_size <= VSOCK_PMD_TX_BUFFER_MAX)) &&
+	       vm->queue_size <= VSOCK_PMD_QUEUE_SIZE_MAX &&
+	       vm->max_conns <= VSOCK_PMD_MAX_CONNS_MAX &&
+	       vm->line_timeout_ms <= VSOCK_PMD_TIMEOUT_MS_MAX &&
+	       vm->connect_timeout_ms <= VSOCK_PMD_TIMEOUT_MS_MAX;
+}
+
 int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 {
+	unsigned int i;
 	int rc;
 
 	if (started)
@@ -35,6 +47,10 @@ int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 	    conf->burst < 1 || conf->burst > VSOCK_PMD_BURST_MAX ||
 	    conf->mbufs_per_vm < VSOCK_PMD_MBUFS_MIN || conf->mbufs_per_vm > VSOCK_PMD_MBUFS_MAX)
 		return -EINVAL;
+	for (i = 0; i < conf->nb_vms; i++) {
+		if (!vm_limits_valid(&conf->vms[i]))
+			return -EINVAL;
+	}
 	if (rte_lcore_id() != rte_get_main_lcore())
 		return -EPERM;
 

@@ -30,6 +30,7 @@
 #include "poll_wait.h"
 #include "tap.h"
 #include "vfe.h"
+#include "vfe_shim.h"
 #include "vfe_guest.h"
 
 #define HOST_CID VFE_GUEST_HOST_CID
@@ -113,29 +114,10 @@ static void peer_set(struct vm *vm, uint32_t local, uint32_t peer, uint64_t cid)
 		vm->npeers++;
 }
 
-/*
- * Header of the chain the driver just added to @p vq, not yet published when tx_hook runs.
- * The driver always starts a chain with the header, in a descriptor of its own or not.
- */
-static struct virtio_vsock_hdr *chain_just_added(const struct vfe_vq *vq)
-{
-	uint64_t gpa;
-
-	if (vq->packed) {
-		gpa = le64toh(vq->pdesc[vq->pending[vq->npending - 1].idx].addr);
-	} else {
-		uint16_t head = le16toh(vq->avail->ring[(uint16_t)(vq->avail_idx - 1) &
-							  (vq->num - 1)]);
-
-		gpa = le64toh(vq->desc[head].addr);
-	}
-	return vfe_mem_ptr(vq->mem, gpa, sizeof(struct virtio_vsock_hdr));
-}
-
 static void tx_hook(void *ctx, const struct vfe_vsock_pkt *pkt)
 {
 	struct vm *vm = ctx;
-	struct virtio_vsock_hdr *h = chain_just_added(&vm->v.vq[VFE_VSOCK_TX]);
+	struct virtio_vsock_hdr *h = vfe_shim_chain_just_added(&vm->v.vq[VFE_VSOCK_TX]);
 	uint64_t cid;
 
 	if (pkt->op == VIRTIO_VSOCK_OP_REQUEST && vm->connect_cid) {

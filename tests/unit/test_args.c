@@ -271,6 +271,150 @@ static void test_config(void)
 	bad(cmd, "bad.conf:1: 'config' cannot be used in a config file");
 }
 
+/* vhost-device-vsock's keys and options (doc/migrating.md), and the per-VM limits. */
+static void test_peer_keys(void)
+{
+	struct app_opts opts;
+	const struct vsock_pmd_vm_conf *vm = &opts.pmd.vms[0];
+	char a[512];
+
+	snprintf(a, sizeof(a), "--vm guest_cid=7,socket=%s/s,uds_path=%s/u,tx_buffer_size=32768,"
+		 "queue_size=256,groups=group1+groupA", dir, dir);
+	tap_ok(run(&opts, a) == 0 && vm->cid == 7 && vm->tx_buffer_size == 32768 &&
+	       vm->queue_size == 256 && vm->nb_groups == 2 &&
+	       strcmp(vm->groups[1], "groupA") == 0 && opts.peer_keys,
+	       "their keys with '_': %s", err);
+	snprintf(a, sizeof(a), "--vm guest-cid=7,socket=%s/s,uds=%s/u,group=red,groups=blue+red,"
+		 "max-connections=5,line-timeout-ms=100,connect-timeout-ms=200,lcore=1", dir, dir);
+	tap_ok(run(&opts, a) == 0 && vm->nb_groups == 2 && vm->max_conns == 5 &&
+	       vm->line_timeout_ms == 100 && vm->connect_timeout_ms == 200 && vm->pinned,
+	       "their keys and ours mixed in one VM: %s", err);
+	snprintf(a, sizeof(a), "--vm socket=%s/s,uds-path=%s/u", dir, dir);
+	tap_ok(run(&opts, a) == 0 && vm->cid == 3, "no guest-cid with their keys: cid 3, as "
+	       "theirs: %s", err);
+	snprintf(a, sizeof(a), "--vm cid=3,socket=%s/s,uds=%s/u", dir, dir);
+	tap_ok(run(&opts, a) == 0 && !opts.peer_keys && vm->tx_buffer_size == 0 &&
+	       vm->queue_size == 0 && vm->max_conns == 0,
+	       "our keys alone: limits left to the library's defaults");
+	snprintf(a, sizeof(a), "--guest-cid=4 --socket=%s/s --uds-path=%s/u --tx-buffer-size=65536 "
+		 "--queue-size=1024 --groups=g1", dir, dir);
+	tap_ok(run(&opts, a) == 0 && opts.pmd.nb_vms == 1 && vm->cid == 4 &&
+	       vm->tx_buffer_size == 65536 && vm->queue_size == 1024 && vm->nb_groups == 1,
+	       "their single-VM options: %s", err);
+
+	/* Their VMs without groups get one notice; with a group, or with ours, none. */
+	snprintf(a, sizeof(a), "--vm guest-cid=3,socket=%s/a,uds-path=%s/b "
+		 "--vm guest-cid=4,socket=%s/c,uds-path=%s/d", dir, dir, dir, dir);
+	tap_ok(run(&opts, a) == 0 && app_opts_notice(&opts) &&
+	       strstr(app_opts_notice(&opts), "default"), "notice: their VMs name no group");
+	snprintf(a, sizeof(a), "--vm guest-cid=3,socket=%s/a,uds-path=%s/b,groups=x "
+		 "--vm guest-cid=4,socket=%s/c,uds-path=%s/d", dir, dir, dir, dir);
+	tap_ok(run(&opts, a) == 0 && !app_opts_notice(&opts), "no notice once a group is named");
+	snprintf(a, sizeof(a), "--vm cid=3,socket=%s/a,uds=%s/b --vm cid=4,socket=%s/c,uds=%s/d",
+		 dir, dir, dir, dir);
+	tap_ok(run(&opts, a) == 0 && !app_opts_notice(&opts), "no notice for our own keys");
+
+	snprintf(a, sizeof(a), "--vm guest-cid=5,socket=%s/s,forward-cid=1", dir);
+	bad(a, "forward-cid= (vhost-device-vsock's AF_VSOCK");
+	snprintf(a, sizeof(a), "--vm guest_cid=5,socket=%s/s,forward_listen=9001+9002", dir);
+	bad(a, "forward-listen= (");
+	snprintf(a, sizeof(a), "--guest-cid=5 --socket=%s/s --forward-cid=1", dir);
+	bad(a, "--forward-cid (vhost-device-vsock's");
+	snprintf(a, sizeof(a), "--vm guest-cid=x,socket=%s/s,uds-path=%s/u", dir, dir);
+	bad(a, "guest-cid 'x' is not a number");
+	snprintf(a, sizeof(a), "--vm guest-cid=3,socket=%s/s,uds-path=%s/u,groups=a++b", dir, dir);
+	bad(a, "joined by '+'");
+	snprintf(a, sizeof(a), "--vm guest-cid=3,socket=%s/s,uds-path=%s/u,groups=a+", dir, dir);
+	bad(a, "joined by '+'");
+	snprintf(a, sizeof(a), "--vm guest-cid=3,socket=%s/s,uds-path=%s/u,groups=a+b!", dir, dir);
+	bad(a, "may only hold");
+	snprintf(a, sizeof(a), "--guest-cid=3 --socket=%s/s,x --uds-path=%s/u", dir, dir);
+	bad(a, "a value with ','");
+	snprintf(a, sizeof(a), "--guest-cid=3 --socket=%s/s", dir);
+	bad(a, "missing uds= (uds-path=)");
+
+	static const struct { const char *kv, *msg; } limits[] = {
+		{ "tx-buffer-size=1023", "tx-buffer-size '1023' is not a number in 1024..67108864" },
+		{ "tx-buffer-size=67108865", "tx-buffer-size '67108865' is not a number in" },
+		{ "tx-buffer-size=64k", "tx-buffer-size '64k'" },
+		{ "queue-size=0", "queue-size '0' is not a number in 1..32768" },
+		{ "queue-size=32769", "queue-size '32769'" },
+		{ "max-connections=0", "max-connections '0' is not a number in 1..16384" },
+		{ "max-connections=16385", "max-connections '16385'" },
+		{ "line-timeout-ms=0", "line-timeout-ms '0' is not a number in 1..3600000" },
+		{ "connect-timeout-ms=-5", "connect-timeout-ms '-5'" },
+	};
+	for (unsigned int i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		snprintf(a, sizeof(a), "--vm guest-cid=3,socket=%s/s,uds-path=%s/u,%s", dir, dir,
+			 limits[i].kv);
+		bad(a, limits[i].msg);
+	}
+}
+
+/* Write @p text to "<dir>/<name>" and load it with --config. */
+static int load(struct app_opts *opts, const char *name, const char *text)
+{
+	char path[128], cmd[160];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return -2;
+	fputs(text, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "--config %s", path);
+	return run(opts, cmd);
+}
+
+static void bad_yaml(const char *text, const char *needle)
+{
+	struct app_opts opts;
+	int rc = load(&opts, "bad.yaml", text);
+
+	if (!tap_ok(rc < 0 && strstr(err, needle), "YAML refused naming '%s'", needle))
+		tap_diag("rc %d, message: %s", rc, err);
+}
+
+static void test_yaml(void)
+{
+	struct app_opts opts;
+	char text[1024];
+
+	snprintf(text, sizeof(text), "# theirs\nvms:\n  - guest_cid: 3\n    socket: %s/a\n"
+		 "    uds_path: %s/b\n    tx_buffer_size: 65536\n    queue_size: 1024\n"
+		 "    groups: group1+groupA\n  - guest_cid: 4\n    socket: \"%s/c\"\n"
+		 "    uds_path: %s/d\nburst: 64\n", dir, dir, dir, dir);
+	tap_ok(load(&opts, "v.yaml", text) == 0 && opts.pmd.nb_vms == 2 &&
+	       opts.pmd.vms[0].tx_buffer_size == 65536 && opts.pmd.vms[0].nb_groups == 2 &&
+	       opts.pmd.vms[1].cid == 4 && opts.pmd.burst == 64,
+	       "their YAML, a quoted value and one of our options: %s", err);
+	tap_ok(load(&opts, "v.conf", text) == 0 && opts.pmd.nb_vms == 2,
+	       "recognised by content under another name: %s", err);
+	snprintf(text, sizeof(text), "vm cid=3,socket=%s/a,uds=%s/b\n", dir, dir);
+	tap_ok(load(&opts, "ours.conf", text) == 0 && opts.pmd.nb_vms == 1,
+	       "our line format still read: %s", err);
+
+	bad_yaml("vms:\n  - guest_cid: 3\n   socket: x\n", "bad.yaml:3:");
+	bad_yaml("vms: 3\n", "bad.yaml:1:6: expected a list of VMs after 'vms:', found a value");
+	bad_yaml("vms:\n  - 3\n", "bad.yaml:2:5: expected a map describing vms[0], found a value");
+	bad_yaml("vms:\n  - guest_cid: [3]\n", "bad.yaml:2:16: expected a value for 'guest_cid', "
+		 "found a list");
+	bad_yaml("vms: []\n", "bad.yaml:1:6: expected at least one VM");
+	bad_yaml("burst: 64\n", "bad.yaml:1:1: expected a 'vms:' list");
+	bad_yaml("- 1\n", "bad.yaml:1:1: expected a map with a 'vms:' list, found a list");
+	bad_yaml("vms:\n  - guest_cid: 3\n    colour: blue\n", "bad.yaml:2:5: vms[0]: unknown "
+		 "key 'colour'");
+	bad_yaml("vms:\n  - guest_cid: 3\n    socket: /tmp/a\n    uds_path: /tmp/b\n"
+		 "    queue_size: 99999\n", "vms[0]: queue-size '99999' is not a number in");
+	bad_yaml("vms:\n  - guest_cid: 3\n    forward-cid: 1\n", "vms[0]: forward-cid= (");
+	bad_yaml("vms:\n  - &a {guest_cid: 3}\n  - *a\n", "bad.yaml:3:5: aliases");
+	bad_yaml("vms:\n  - guest_cid: 3\n---\nvms: []\n", "one document only");
+	bad_yaml("vms: [\n", "bad.yaml:2:1:");
+	bad_yaml("frobnicate: 1\nvms:\n  - guest_cid: 3\n", "bad.yaml:1:1: unknown key "
+		 "'frobnicate'");
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -286,6 +430,8 @@ int main(void)
 	test_more_options();
 	test_paths();
 	test_config();
+	test_peer_keys();
+	test_yaml();
 	rc = tap_done();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
