@@ -287,6 +287,39 @@ struct vsock_pmd_resources {
 /** Read the resources in use. @return 0 or -ENODEV. */
 int vsock_pmd_resources_get(struct vsock_pmd_resources *res);
 
+/** Most entries vsock_pmd_memory_get() lists. */
+#define VSOCK_PMD_MEM_POOLS_MAX 32
+
+/**
+ * One block of DPDK memory the engine holds: a payload mempool (@p objects mbufs), or a
+ * memzone it reserved for rings and tables (@p objects 0).
+ */
+struct vsock_pmd_mem_pool {
+	char name[32];		/**< the mempool's or memzone's name, e.g. "vsock_payload_0" */
+	int socket;		/**< NUMA node */
+	uint32_t objects;	/**< mbufs in the pool */
+	uint32_t obj_bytes;	/**< bytes per mbuf, the mempool's header and trailer included */
+	uint32_t in_use;	/**< mbufs taken (per-lcore caches count as free) */
+	/** Memzones: how many add up here ("RG_vsock_accept_*": one ring per listener). */
+	uint32_t memzones;
+	/** DPDK memory it holds: for a mempool its header, object chunks and ring memzones. */
+	uint64_t bytes;
+};
+
+/** DPDK memory: what the EAL has and what the engine's pools take of it. */
+struct vsock_pmd_memory {
+	uint64_t heap_bytes;		/**< DPDK heap of every NUMA node, as the EAL has it now */
+	uint64_t heap_used_bytes;	/**< of which allocated (by the engine, vhost, EAL) */
+	/** Hugepages with dynamic memory: the heap grows on demand (--no-huge: fixed at -m). */
+	bool can_grow;
+	uint64_t pools_bytes;		/**< sum of pools[].bytes */
+	unsigned int nb_pools;
+	struct vsock_pmd_mem_pool pools[VSOCK_PMD_MEM_POOLS_MAX];
+};
+
+/** Read the DPDK memory in use, pool by pool. @return 0 or -ENODEV. */
+int vsock_pmd_memory_get(struct vsock_pmd_memory *mem);
+
 /** State of VM number @p idx (0..nb_vms-1, command-line order). @return 0, -ENODEV, -ENOENT. */
 int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info);
 

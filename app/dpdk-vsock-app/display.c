@@ -300,6 +300,35 @@ static void print_groups(const struct vsock_pmd_vm_info *vi)
 		printf("%s%s", g ? "," : "", vi->groups[g]);
 }
 
+/* The DPDK memory and what each pool of the engine holds of it (doc/operators-guide.md). */
+static void print_memory(void)
+{
+	struct vsock_pmd_memory *m = malloc(sizeof(*m));
+	unsigned int i;
+
+	if (!m || vsock_pmd_memory_get(m) < 0) {
+		free(m);
+		return;
+	}
+	printf("  DPDK memory: heap %.1f MiB (%s), %.1f MiB in use; engine pools %" PRIu64
+	       " bytes (%.1f MiB)\n", (double)m->heap_bytes / (1 << 20),
+	       m->can_grow ? "hugepages, grows on demand" : "fixed by -m",
+	       (double)m->heap_used_bytes / (1 << 20), m->pools_bytes,
+	       (double)m->pools_bytes / (1 << 20));
+	for (i = 0; i < m->nb_pools; i++) {
+		const struct vsock_pmd_mem_pool *p = &m->pools[i];
+
+		printf("      %-24s NUMA %d: %" PRIu64 " bytes", p->name, p->socket, p->bytes);
+		if (p->objects)
+			printf(", %u mbufs of %u bytes, %u in use", p->objects, p->obj_bytes,
+			       p->in_use);
+		else if (p->memzones > 1)
+			printf(" in %u memzones", p->memzones);
+		printf("\n");
+	}
+	free(m);
+}
+
 int display_config(void)
 {
 	struct vsock_pmd_config c;
@@ -338,6 +367,7 @@ int display_config(void)
 		print_groups(&vi);
 		printf("\n      socket %s\n      uds    %s\n", vi.socket_path, vi.uds_path);
 	}
+	print_memory();
 	fflush(stdout);
 	return 0;
 }

@@ -3,6 +3,7 @@
  * The statistics as JSON through librte_telemetry, for dpdk-telemetry.py and monitoring:
  *   /vsock/config         settings in force
  *   /vsock/resources      mbufs in use, open fds, RSS, connections (leak checks)
+ *   /vsock/memory         DPDK heap and the bytes of every pool and memzone of the engine
  *   /vsock/vms            every VM: state, lcore, connections
  *   /vsock/stats,<cid>    one VM's counters (what "show vm stats" prints)
  *   /vsock/lcores         every worker lcore's counters
@@ -84,6 +85,53 @@ static int tel_resources(const char *cmd __rte_unused, const char *params __rte_
 	rte_tel_data_add_dict_int(d, "open_fds", (int)r.open_fds);
 	rte_tel_data_add_dict_u64(d, "rss_bytes", r.rss_bytes);
 	return 0;
+}
+
+static int tel_memory(const char *cmd __rte_unused, const char *params __rte_unused,
+		      struct rte_tel_data *d)
+{
+	struct vsock_pmd_memory *m = malloc(sizeof(*m));
+	struct rte_tel_data *pools, *zones;
+	unsigned int i;
+	int rc = -ENOMEM;
+
+	if (!m)
+		return -ENOMEM;
+	rc = vsock_pmd_memory_get(m);
+	if (rc < 0)
+		goto out;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "heap_bytes", m->heap_bytes);
+	rte_tel_data_add_dict_u64(d, "heap_used_bytes", m->heap_used_bytes);
+	rte_tel_data_add_dict_u64(d, "can_grow", m->can_grow);
+	rte_tel_data_add_dict_u64(d, "pools_bytes", m->pools_bytes);
+	/* Mempools and memzones apart: a memzone has no mbufs. */
+	pools = add_dict(d, "pools");
+	zones = add_dict(d, "memzones");
+	rc = -ENOMEM;
+	if (!pools || !zones)
+		goto out;
+	for (i = 0; i < m->nb_pools; i++) {
+		const struct vsock_pmd_mem_pool *p = &m->pools[i];
+		struct rte_tel_data *e;
+
+		e = add_dict(p->objects ? pools : zones, p->name);
+		if (!e)
+			goto out;
+		rte_tel_data_add_dict_int(e, "socket", p->socket);
+		rte_tel_data_add_dict_u64(e, "bytes", p->bytes);
+		if (!p->objects) {
+			rte_tel_data_add_dict_u64(e, "memzones", p->memzones);
+			continue;
+		}
+		rte_tel_data_add_dict_u64(e, "objects", p->objects);
+		rte_tel_data_add_dict_u64(e, "obj_bytes", p->obj_bytes);
+		rte_tel_data_add_dict_u64(e, "in_use", p->in_use);
+	}
+	rc = 0;
+out:
+	free(m);
+	return rc;
 }
 
 static int tel_vms(const char *cmd __rte_unused, const char *params __rte_unused,
@@ -281,6 +329,8 @@ void vsock_telemetry_register(void)
 				   "dpdk-vsock settings in force. No parameters");
 	rte_telemetry_register_cmd("/vsock/resources", tel_resources,
 				   "Mbufs in use, open fds, RSS, connections. No parameters");
+	rte_telemetry_register_cmd("/vsock/memory", tel_memory,
+				   "DPDK heap, bytes of every pool and memzone. No parameters");
 	rte_telemetry_register_cmd("/vsock/vms", tel_vms,
 				   "Every VM: state, lcore, connections. No parameters");
 	rte_telemetry_register_cmd("/vsock/stats", tel_stats,
