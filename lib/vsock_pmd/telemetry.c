@@ -7,13 +7,16 @@
  *   /vsock/vms            every VM: state, lcore, connections
  *   /vsock/stats,<cid>    one VM's counters (what "show vm stats" prints)
  *   /vsock/lcores         every worker lcore's counters
- *   /vsock/conns,<cid>    one VM's connections
+ *   /vsock/conns,<cid>[,<start>]  one VM's connections, TEL_CONNS_PAGE at a time from the
+ *                         <start>th (default 0); "next" is where the following page starts,
+ *                         "count" when this one is the last
  * Each handler only calls the public API, so telemetry and the console always agree.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rte_common.h>
 #include <rte_telemetry.h>
@@ -22,8 +25,8 @@
 
 #include "stats.h"
 
-/* Connections listed by /vsock/conns: the reply must fit in telemetry's output buffer. */
-#define TEL_CONNS_MAX 64
+/* Connections per /vsock/conns reply: ~330 bytes of JSON each, in a 16 KiB reply. */
+#define TEL_CONNS_PAGE 32
 
 static int parse_cid(const char *params, uint64_t *cid)
 {
@@ -264,25 +267,34 @@ static int tel_lcores(const char *cmd __rte_unused, const char *params __rte_unu
 	return 0;
 }
 
-static int conns_reply(uint64_t cid, const struct vsock_pmd_conn_info *conns, int n,
-		       struct rte_tel_data *d)
+static int conns_reply(uint64_t cid, const struct vsock_pmd_conn_info *conns, unsigned int n,
+		       unsigned int start, struct rte_tel_data *d)
 {
+	unsigned int i, end = start < n ? RTE_MIN(n, start + TEL_CONNS_PAGE) : n;
 	struct rte_tel_data *all;
-	int i;
 
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "cid", cid);
-	rte_tel_data_add_dict_u64(d, "count", (uint64_t)n);
-	/* Keyed "<guest port>_<host port>" (names allow no colon); a dict prints even empty. */
+	rte_tel_data_add_dict_u64(d, "count", n);
+	rte_tel_data_add_dict_u64(d, "start", start);
+	rte_tel_data_add_dict_u64(d, "next", end);
+	/*
+	 * Keyed "<guest port>_<host port>" (names allow no colon), "line_<n>" before the ports
+	 * are known; a dict prints even empty.
+	 */
 	all = add_dict(d, "conns");
 	if (!all)
 		return -ENOMEM;
-	for (i = 0; i < RTE_MIN(n, TEL_CONNS_MAX); i++) {
+	for (i = start; i < end; i++) {
 		const struct vsock_pmd_conn_info *ci = &conns[i];
 		struct rte_tel_data *c;
 		char key[24];
 
-		snprintf(key, sizeof(key), "%u_%u", ci->guest_port, ci->host_port);
+		/* A host client still writing its CONNECT line has no ports yet. */
+		if (ci->guest_port == 0 && ci->host_port == 0)
+			snprintf(key, sizeof(key), "line_%u", i);
+		else
+			snprintf(key, sizeof(key), "%u_%u", ci->guest_port, ci->host_port);
 		c = add_dict(all, key);
 		if (!c)
 			return -ENOMEM;
@@ -304,16 +316,40 @@ static int conns_reply(uint64_t cid, const struct vsock_pmd_conn_info *conns, in
 
 static int tel_conns(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
 {
-	struct vsock_pmd_conn_info *conns = calloc(TEL_CONNS_MAX, sizeof(*conns));
+	struct vsock_pmd_conn_info *conns = NULL;
+	char cid_s[24], *comma, *end;
+	unsigned long start = 0;
+	unsigned int max = 0;
 	uint64_t cid;
-	int n = -EINVAL;
+	int n;
 
-	if (!conns)
-		return -ENOMEM;
-	if (parse_cid(params, &cid) == 0)
-		n = vsock_pmd_conns_get(cid, conns, TEL_CONNS_MAX);
+	if (!params || strlen(params) >= sizeof(cid_s))
+		return -EINVAL;
+	strcpy(cid_s, params);
+	comma = strchr(cid_s, ',');
+	if (comma) {
+		*comma = '\0';
+		if (comma[1] < '0' || comma[1] > '9')
+			return -EINVAL;
+		start = strtoul(comma + 1, &end, 10);
+		if (*end != '\0' || start > UINT32_MAX)
+			return -EINVAL;
+	}
+	if (parse_cid(cid_s, &cid) < 0)
+		return -EINVAL;
+	/* One snapshot for the page: grow until it holds every connection of the moment. */
+	for (;;) {
+		n = vsock_pmd_conns_get(cid, conns, max);
+		if (n < 0 || (unsigned int)n <= max)
+			break;
+		free(conns);
+		max = (unsigned int)n + TEL_CONNS_PAGE;
+		conns = calloc(max, sizeof(*conns));
+		if (!conns)
+			return -ENOMEM;
+	}
 	if (n >= 0)
-		n = conns_reply(cid, conns, n, d);
+		n = conns_reply(cid, conns, (unsigned int)n, (unsigned int)start, d);
 	free(conns);
 	return n;
 }
@@ -338,5 +374,5 @@ void vsock_telemetry_register(void)
 	rte_telemetry_register_cmd("/vsock/lcores", tel_lcores,
 				   "Counters of every worker lcore. No parameters");
 	rte_telemetry_register_cmd("/vsock/conns", tel_conns,
-				   "Connections of one VM. Parameters: int cid");
+				   "Connections of one VM, 32 a page. Parameters: int cid[,int start]");
 }
