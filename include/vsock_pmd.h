@@ -66,6 +66,15 @@ struct vsock_pmd_vm_conf {
 	 */
 	unsigned int nb_groups;
 	char groups[VSOCK_PMD_MAX_VM_GROUPS][VSOCK_PMD_GROUP_NAME_MAX];
+	/**
+	 * Permission bits (e.g. 0660) of uds_path and, unless @p client (the frontend owns
+	 * socket_path then), of socket_path. Whoever may connect to uds_path can talk to the
+	 * guest. 0: as the process umask makes them (0755 under the usual 022: the owner only).
+	 */
+	uint32_t socket_mode;
+	/** Give those sockets to group @p socket_gid; otherwise they keep the process's group. */
+	bool socket_group_set;
+	uint32_t socket_gid;
 };
 
 /** How a worker lcore waits when its rings and sockets have nothing for it. */
@@ -230,6 +239,9 @@ struct vsock_pmd_vm_info {
 	int numa_socket;	/**< NUMA node of its connection table and mbufs */
 	unsigned int nb_groups;	/**< guest-to-guest routing groups, as configured */
 	char groups[VSOCK_PMD_MAX_VM_GROUPS][VSOCK_PMD_GROUP_NAME_MAX];
+	uint32_t socket_mode;	/**< as configured (vsock_pmd_vm_conf), 0: the umask's */
+	bool socket_group_set;
+	uint32_t socket_gid;
 	uint64_t features;	/**< virtio features negotiated (valid while running) */
 	uint16_t ring_size[VSOCK_PMD_NB_QUEUES];
 	bool ring_broken[VSOCK_PMD_NB_QUEUES];	/**< stopped: the guest broke the ring */

@@ -4,6 +4,7 @@
  * banner per VM, totals, then "Throughput (since last show)".
  */
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,6 +301,26 @@ static void print_groups(const struct vsock_pmd_vm_info *vi)
 		printf("%s%s", g ? "," : "", vi->groups[g]);
 }
 
+/* socket-mode= and socket-group= as configured; unset, the umask and the process decide. */
+static void print_socket_perms(const struct vsock_pmd_vm_info *vi)
+{
+	struct group gr, *res = NULL;
+	char buf[1024];
+
+	printf("      socket-mode ");
+	if (vi->socket_mode)
+		printf("%04o", vi->socket_mode);
+	else
+		printf("from the umask");
+	printf(", socket-group ");
+	if (!vi->socket_group_set) {
+		printf("the app's\n");
+		return;
+	}
+	getgrgid_r((gid_t)vi->socket_gid, &gr, buf, sizeof(buf), &res);
+	printf("%s (gid %u)\n", res ? res->gr_name : "?", vi->socket_gid);
+}
+
 /* The DPDK memory and what each pool of the engine holds of it (doc/operators-guide.md). */
 static void print_memory(void)
 {
@@ -366,6 +387,7 @@ int display_config(void)
 		       vi.pinned ? "pinned" : "balanced", vi.numa_socket);
 		print_groups(&vi);
 		printf("\n      socket %s\n      uds    %s\n", vi.socket_path, vi.uds_path);
+		print_socket_perms(&vi);
 	}
 	print_memory();
 	fflush(stdout);

@@ -480,10 +480,43 @@ static const struct rte_vhost_device_ops device_ops = {
 	.destroy_connection = destroy_connection,
 };
 
+/*
+ * socket-mode= and socket-group=: a socket is bound while the umask lets only its owner (this
+ * process's user) connect, and is given its group and mode right after, so nobody else can
+ * connect before it has them. The umask is the process's: a file another thread creates in
+ * that window comes out narrower, never wider. Returns the umask to restore.
+ */
+static mode_t sock_perm_begin(const struct vsock_dev *dev)
+{
+	return dev->conf.socket_mode || dev->conf.socket_group_set ? umask(0177) : 0;
+}
+
+static int sock_perm_end(const struct vsock_dev *dev, const char *path, mode_t old_umask)
+{
+	const struct vsock_pmd_vm_conf *c = &dev->conf;
+	int rc = 0;
+
+	if (!c->socket_mode && !c->socket_group_set)
+		return 0;
+	umask(old_umask);
+	if (path == NULL)	/* nothing was made: only the umask to restore */
+		return 0;
+	if ((c->socket_group_set && chown(path, (uid_t)-1, (gid_t)c->socket_gid) < 0) ||
+	    chmod(path, c->socket_mode ? (mode_t)c->socket_mode : 0777 & ~old_umask) < 0) {
+		rc = -errno;
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot give %s mode %04o, group %d: %s",
+			  c->cid, path, c->socket_mode, c->socket_group_set ? (int)c->socket_gid :
+			  -1, strerror(-rc));
+	}
+	return rc;
+}
+
 static int dev_register(struct vsock_dev *dev)
 {
 	const char *path = dev->conf.socket_path;
 	struct stat st;
+	mode_t old_umask;
+	int rc;
 
 	/*
 	 * app validation refused live sockets; what is left is a stale one from a crash. A
@@ -500,8 +533,21 @@ static int dev_register(struct vsock_dev *dev)
 	dev->registered = true;
 	if (rte_vhost_driver_set_features(path, VSOCK_FEATURES) < 0 ||
 	    rte_vhost_driver_set_protocol_features(path, VSOCK_PROTOCOL_FEATURES) < 0 ||
-	    rte_vhost_driver_callback_register(path, &device_ops) < 0 ||
-	    rte_vhost_driver_start(path) < 0) {
+	    rte_vhost_driver_callback_register(path, &device_ops) < 0) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot set up vhost-user socket %s",
+			  dev->conf.cid, path);
+		return -EIO;
+	}
+	/*
+	 * A server's socket is bound and listened on inside rte_vhost_driver_start(): from
+	 * there to sock_perm_end() only our own user can connect. A client's socket is the
+	 * frontend's, made with the frontend's permissions: socket-mode/-group leave it alone.
+	 */
+	old_umask = dev->conf.client ? 0 : sock_perm_begin(dev);
+	rc = rte_vhost_driver_start(path);
+	if (!dev->conf.client && sock_perm_end(dev, rc < 0 ? NULL : path, old_umask) < 0)
+		return -EPERM;
+	if (rc < 0) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot start vhost-user socket %s",
 			  dev->conf.cid, path);
 		return -EIO;
@@ -514,13 +560,20 @@ static int dev_register(struct vsock_dev *dev)
 static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
 {
 	struct conn_table_conf cc;
+	mode_t old_umask = sock_perm_begin(dev);
+	int rc;
 
+	/* Bound and listened on owner-only: others get in once sock_perm_end() let them. */
 	dev->listen_fd = ep_uds_listen(dev->conf.uds_path);
 	if (dev->listen_fd < 0) {
+		sock_perm_end(dev, NULL, old_umask);
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot listen on %s: %s", dev->conf.cid,
 			  dev->conf.uds_path, strerror(-dev->listen_fd));
 		return dev->listen_fd;
 	}
+	rc = sock_perm_end(dev, dev->conf.uds_path, old_umask);
+	if (rc < 0)
+		return rc;
 	conn_table_conf_init(&cc);
 	cc.guest_cid = dev->conf.cid;
 	cc.uds_path = dev->conf.uds_path;

@@ -437,6 +437,9 @@ int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 	info->numa_socket = dev->numa_node;
 	info->nb_groups = dev->conf.nb_groups;
 	memcpy(info->groups, dev->conf.groups, sizeof(info->groups));
+	info->socket_mode = dev->conf.socket_mode;
+	info->socket_group_set = dev->conf.socket_group_set;
+	info->socket_gid = dev->conf.socket_gid;
 	info->features = dev->running ? dev->features : 0;
 	for (q = 0; dev->running && q < VSOCK_NR_VQ; q++) {
 		info->ring_size[q] = dev->vq[q].size;

@@ -169,6 +169,13 @@ static int tel_vms(const char *cmd __rte_unused, const char *params __rte_unused
 		rte_tel_data_add_dict_u64(v, "tx_ring_broken", vi.ring_broken[VSOCK_PMD_Q_TX]);
 		rte_tel_data_add_dict_string(v, "socket", vi.socket_path);
 		rte_tel_data_add_dict_string(v, "uds", vi.uds_path);
+		/* As configured: "" and -1 when the umask and the process's group decide. */
+		key[0] = '\0';
+		if (vi.socket_mode)
+			snprintf(key, sizeof(key), "%04o", vi.socket_mode);
+		rte_tel_data_add_dict_string(v, "socket_mode", key);
+		rte_tel_data_add_dict_int(v, "socket_gid",
+					  vi.socket_group_set ? (int)vi.socket_gid : -1);
 	}
 	return 0;
 }
