@@ -354,6 +354,13 @@ int vsock_pmd_stats_clear(uint64_t cid);
  */
 int vsock_pmd_conns_get(uint64_t cid, struct vsock_pmd_conn_info *out, unsigned int max);
 
+/**
+ * Every connection of VM @p cid in one snapshot, into an array malloc()ed for them
+ * (*@p out, free() it; NULL when there are none). @return how many, -ENOMEM, -ENODEV,
+ * -ENOENT.
+ */
+int vsock_pmd_conns_get_all(uint64_t cid, struct vsock_pmd_conn_info **out);
+
 /** Packets per virtqueue per poll for every VM, at once. @return 0, -ENODEV, -EINVAL. */
 int vsock_pmd_set_burst(unsigned int burst);
 

@@ -14,6 +14,7 @@
 #include <linux/virtio_ring.h>
 #include <linux/virtio_vsock.h>
 
+#include <rte_common.h>
 #include <rte_cycles.h>
 
 #include <vsock_pmd.h>
@@ -394,29 +395,48 @@ int display_config(void)
 	return 0;
 }
 
-int display_conns(uint64_t cid)
+/* "1020 established, 3 connecting": how many connections are in each state. */
+static void print_conn_states(const struct vsock_pmd_conn_info *ci, int n)
 {
-	unsigned int max = 1024;
-	struct vsock_pmd_conn_info *ci = calloc(max, sizeof(*ci));
-	int n, i;
+	const char *names[8];
+	unsigned int counts[8], nb = 0, k;
+	int i;
 
-	if (!ci)
-		return -ENOMEM;
-	n = vsock_pmd_conns_get(cid, ci, max);
-	if (n == -ENOENT) {
-		free(ci);
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < nb && strcmp(names[k], ci[i].state) != 0; k++)
+			;
+		if (k == nb && nb < RTE_DIM(names)) {
+			names[nb] = ci[i].state;
+			counts[nb++] = 0;
+		}
+		if (k < nb)
+			counts[k]++;
+	}
+	for (k = 0; k < nb; k++)
+		printf("%s %u %s", k ? "," : ":", counts[k], names[k]);
+}
+
+int display_conns(uint64_t cid, unsigned int start)
+{
+	struct vsock_pmd_conn_info *ci;
+	int n = vsock_pmd_conns_get_all(cid, &ci), i, end;
+
+	if (n == -ENOENT)
 		return no_vm(cid);
-	}
-	if (n < 0) {
-		free(ci);
+	if (n < 0)
 		return n;
-	}
-	printf("  VM cid %" PRIu64 ": %d connection%s\n", cid, n, n == 1 ? "" : "s");
-	if (n > 0)
+	printf("  VM cid %" PRIu64 ": %d connection%s", cid, n, n == 1 ? "" : "s");
+	print_conn_states(ci, n);
+	printf("\n");
+	end = start < (unsigned int)n ? (int)RTE_MIN((unsigned int)n, start + DISPLAY_CONNS_PAGE)
+				      : n;
+	if (n > 0 && start >= (unsigned int)n)
+		printf("  none from %u on: show conn %" PRIu64 " lists them from 0\n", start, cid);
+	else if (n > 0)
 		printf("  %-10s %-10s %-9s %-12s %10s %10s %15s %15s %8s %8s\n", "guest-port",
 		       "host-port", "type", "state", "from-guest", "to-guest", "guest-credit",
 		       "host-credit", "q-host", "q-guest");
-	for (i = 0; i < n && i < (int)max; i++) {
+	for (i = (int)start; i < end; i++) {
 		char gc[24], hc[24];
 
 		snprintf(gc, sizeof(gc), "%u/%u", ci[i].guest_credit, ci[i].our_buf_alloc);
@@ -425,6 +445,8 @@ int display_conns(uint64_t cid)
 		       ci[i].host_port, ci[i].type, ci[i].state, ci[i].from_guest_bytes,
 		       ci[i].to_guest_bytes, gc, hc, ci[i].queued_to_host, ci[i].queued_to_guest);
 	}
+	if (end < n)
+		printf("  ... %d more: show conn %" PRIu64 " %d\n", n - end, cid, end);
 	free(ci);
 	fflush(stdout);
 	return 0;

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -556,6 +557,31 @@ out:
 	vsock_devs_unlock();
 	api_leave();
 	return rc;
+}
+
+int vsock_pmd_conns_get_all(uint64_t cid, struct vsock_pmd_conn_info **out)
+{
+	struct vsock_pmd_conn_info *conns = NULL;
+	unsigned int max = 0;
+	int n;
+
+	/* Connections come and go between the calls: grow until one snapshot holds them all. */
+	for (;;) {
+		n = vsock_pmd_conns_get(cid, conns, max);
+		if (n < 0 || (unsigned int)n <= max)
+			break;
+		free(conns);
+		max = (unsigned int)n + 32;
+		conns = calloc(max, sizeof(*conns));
+		if (!conns)
+			return -ENOMEM;
+	}
+	if (n <= 0) {
+		free(conns);
+		conns = NULL;
+	}
+	*out = conns;
+	return n;
 }
 
 int vsock_pmd_set_burst(unsigned int burst)

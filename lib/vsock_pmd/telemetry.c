@@ -326,7 +326,6 @@ static int tel_conns(const char *cmd __rte_unused, const char *params, struct rt
 	struct vsock_pmd_conn_info *conns = NULL;
 	char cid_s[24], *comma, *end;
 	unsigned long start = 0;
-	unsigned int max = 0;
 	uint64_t cid;
 	int n;
 
@@ -344,17 +343,8 @@ static int tel_conns(const char *cmd __rte_unused, const char *params, struct rt
 	}
 	if (parse_cid(cid_s, &cid) < 0)
 		return -EINVAL;
-	/* One snapshot for the page: grow until it holds every connection of the moment. */
-	for (;;) {
-		n = vsock_pmd_conns_get(cid, conns, max);
-		if (n < 0 || (unsigned int)n <= max)
-			break;
-		free(conns);
-		max = (unsigned int)n + TEL_CONNS_PAGE;
-		conns = calloc(max, sizeof(*conns));
-		if (!conns)
-			return -ENOMEM;
-	}
+	/* One snapshot for the page. */
+	n = vsock_pmd_conns_get_all(cid, &conns);
 	if (n >= 0)
 		n = conns_reply(cid, conns, (unsigned int)n, (unsigned int)start, d);
 	free(conns);

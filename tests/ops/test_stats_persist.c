@@ -110,6 +110,33 @@ cmp_key(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
+/* A state column entry: "%-12s" pads "established" with one space, then the separator. */
+#define ROW_ESTABLISHED " established  "
+
+/* show conn on MANY connections: a summary, a page of rows, the command for the next page. */
+static void
+show_conn_pages(void)
+{
+	char more[64];
+	long mark;
+	unsigned int last = MANY - MANY % 32;
+
+	snprintf(more, sizeof(more), "... %u more: show conn 3 32\n", MANY - 32);
+	tap_ok(ops_cmd(&env, "show conn 3", more, MS, &mark) &&
+		ops_log_has(&env, mark, "VM cid 3: 1023 connections: 1023 established\n") &&
+		ops_log_count(&env, mark, ROW_ESTABLISHED) == 32,
+		"show conn 3: a summary by state, 32 rows, then '%.*s'", (int)strlen(more) - 1,
+		more);
+	snprintf(more, sizeof(more), "show conn 3 %u", last);
+	tap_ok(ops_cmd(&env, more, "VM cid 3: 1023 connections", MS, &mark) &&
+		DP_WAIT(e, ops_log_count(&env, mark, ROW_ESTABLISHED) == MANY - last, MS) &&
+		!ops_log_has(&env, mark, "more: show conn"),
+		"%s: the last %u rows, nothing more", more, MANY - last);
+	tap_ok(ops_cmd(&env, "show conn 3 5000", "none from 5000 on: show conn 3 lists them",
+		MS, &mark) && ops_log_count(&env, mark, ROW_ESTABLISHED) == 0,
+		"show conn 3 5000: past the end, said so");
+}
+
 /*
  * Guest connections to a host listener, one at a time: 1023 established connections of VM 3.
  * Nothing in them waits on the test's speed (the app answers the guest's REQUEST itself, and
@@ -176,6 +203,7 @@ test_conns_pages(void)
 		listed, (unsigned long long)count, dup);
 	tap_ok(ops_tel(&env, "/vsock/conns,3,x", json, sizeof(json)) < 0 ||
 		strstr(json, "null") != NULL, "a bad start is refused");
+	show_conn_pages();
 	/* The guest resets each: the app closes its host side. */
 	for (i = 0; i < MANY && gcs[i] != NULL; i++) {
 		if (gcs[i]->state != VFE_GC_CLOSED)
