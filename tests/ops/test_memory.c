@@ -29,17 +29,6 @@ static struct ops_env env;
 static struct dp_env *e = &env.dp;
 static char json[OPS_TEL_MAX];
 
-/* As the other operator tests: stay off the CPU the app's worker spins on. */
-static void
-pin_off_worker(void)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(0, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 /* Start the app on VMs 3, 4, 5 with --no-huge and -m @p mem_mb (0: the EAL's default). */
 static int
 start(unsigned int mem_mb, bool wait)
@@ -230,13 +219,9 @@ main(void)
 
 	if (!tap_ok(start(fit, true) == 0, "with -m %u the 3 VMs start", fit))
 		return tap_done();
-	pin_off_worker();
+	ops_pin_off_worker();
 	test_traffic();
 	test_pool_figures(fit);
-	if (tap_failed)
-		app_proc_dump_log(&e->app);
-	status = ops_stop(&env);
-	tap_ok(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		"app exits 0 on SIGTERM (status %#x)", status);
+	ops_finish(&env);
 	return tap_done();
 }

@@ -224,16 +224,10 @@ test_conns_pages(void)
 int
 main(void)
 {
-	int status;
-
 	if (!tap_ok(ops_start(&env, false, true, NULL) == 0, "app started with -i"))
 		return tap_done();
 	test_persist();
 	test_conns_pages();
-	if (tap_failed)
-		app_proc_dump_log(&e->app);
-	status = ops_stop(&env);
-	tap_ok(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		"app exits 0 on SIGTERM (status %#x)", status);
+	ops_finish(&env);
 	return tap_done();
 }
