@@ -107,6 +107,15 @@ struct vsock_pmd_vm_conf {
 	 * RESPONSE to a host CONNECT, or another guest's accept of this guest's REQUEST.
 	 */
 	uint32_t connect_timeout_ms;
+	/**
+	 * Permission bits (e.g. 0660) of uds_path and, unless @p client (the frontend owns
+	 * socket_path then), of socket_path. Whoever may connect to uds_path can talk to the
+	 * guest. 0: as the process umask makes them (0755 under the usual 022: the owner only).
+	 */
+	uint32_t socket_mode;
+	/** Give those sockets to group @p socket_gid; otherwise they keep the process's group. */
+	bool socket_group_set;
+	uint32_t socket_gid;
 };
 
 /** How a worker lcore waits when its rings and sockets have nothing for it. */
@@ -271,6 +280,9 @@ struct vsock_pmd_vm_info {
 	int numa_socket;	/**< NUMA node of its connection table and mbufs */
 	unsigned int nb_groups;	/**< guest-to-guest routing groups, as configured */
 	char groups[VSOCK_PMD_MAX_VM_GROUPS][VSOCK_PMD_GROUP_NAME_MAX];
+	uint32_t socket_mode;	/**< as configured (vsock_pmd_vm_conf), 0: the umask's */
+	bool socket_group_set;
+	uint32_t socket_gid;
 	uint64_t features;	/**< virtio features negotiated (valid while running) */
 	uint16_t ring_size[VSOCK_PMD_NB_QUEUES];
 	bool ring_broken[VSOCK_PMD_NB_QUEUES];	/**< stopped: the guest broke the ring */
@@ -334,6 +346,39 @@ struct vsock_pmd_resources {
 /** Read the resources in use. @return 0 or -ENODEV. */
 int vsock_pmd_resources_get(struct vsock_pmd_resources *res);
 
+/** Most entries vsock_pmd_memory_get() lists. */
+#define VSOCK_PMD_MEM_POOLS_MAX 32
+
+/**
+ * One block of DPDK memory the engine holds: a payload mempool (@p objects mbufs), or a
+ * memzone it reserved for rings and tables (@p objects 0).
+ */
+struct vsock_pmd_mem_pool {
+	char name[32];		/**< the mempool's or memzone's name, e.g. "vsock_payload_0" */
+	int socket;		/**< NUMA node */
+	uint32_t objects;	/**< mbufs in the pool */
+	uint32_t obj_bytes;	/**< bytes per mbuf, the mempool's header and trailer included */
+	uint32_t in_use;	/**< mbufs taken (per-lcore caches count as free) */
+	/** Memzones: how many add up here ("RG_vsock_accept_*": one ring per listener). */
+	uint32_t memzones;
+	/** DPDK memory it holds: for a mempool its header, object chunks and ring memzones. */
+	uint64_t bytes;
+};
+
+/** DPDK memory: what the EAL has and what the engine's pools take of it. */
+struct vsock_pmd_memory {
+	uint64_t heap_bytes;		/**< DPDK heap of every NUMA node, as the EAL has it now */
+	uint64_t heap_used_bytes;	/**< of which allocated (by the engine, vhost, EAL) */
+	/** Hugepages with dynamic memory: the heap grows on demand (--no-huge: fixed at -m). */
+	bool can_grow;
+	uint64_t pools_bytes;		/**< sum of pools[].bytes */
+	unsigned int nb_pools;
+	struct vsock_pmd_mem_pool pools[VSOCK_PMD_MEM_POOLS_MAX];
+};
+
+/** Read the DPDK memory in use, pool by pool. @return 0 or -ENODEV. */
+int vsock_pmd_memory_get(struct vsock_pmd_memory *mem);
+
 /** State of VM number @p idx (0..nb_vms-1, command-line order). @return 0, -ENODEV, -ENOENT. */
 int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info);
 
@@ -355,6 +400,13 @@ int vsock_pmd_stats_clear(uint64_t cid);
  * -ENODEV, -ENOENT.
  */
 int vsock_pmd_conns_get(uint64_t cid, struct vsock_pmd_conn_info *out, unsigned int max);
+
+/**
+ * Every connection of VM @p cid in one snapshot, into an array malloc()ed for them
+ * (*@p out, free() it; NULL when there are none). @return how many, -ENOMEM, -ENODEV,
+ * -ENOENT.
+ */
+int vsock_pmd_conns_get_all(uint64_t cid, struct vsock_pmd_conn_info **out);
 
 /** Packets per virtqueue per poll for every VM, at once. @return 0, -ENODEV, -EINVAL. */
 int vsock_pmd_set_burst(unsigned int burst);

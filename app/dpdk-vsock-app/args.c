@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -161,6 +162,44 @@ static int add_groups(struct vsock_pmd_vm_conf *vm, char *list, char *err, size_
 /* The CID vhost-device-vsock gives a VM described without one. */
 #define PEER_DEFAULT_CID 3
 
+/* socket-mode=: octal permission bits, as chmod(1) and systemd's SocketMode= take them. */
+static int parse_socket_mode(const char *val, uint32_t *mode, char *err, size_t err_len)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(val, &end, 8);
+	if (*val < '0' || *val > '7' || *end != '\0' || errno != 0 || v > 0777)
+		return fail(err, err_len, "--vm: socket-mode '%s' is not an octal mode such as "
+			    "0660 (digits 0-7, at most 0777)", val);
+	if ((v & 0600) != 0600)
+		return fail(err, err_len, "--vm: socket-mode '%s' must let the owner read and "
+			    "write (0600): the app itself is the owner", val);
+	*mode = (uint32_t)v;
+	return 0;
+}
+
+/* socket-group=: a group name or a numeric gid, which must exist on this host. */
+static int parse_socket_group(const char *val, uint32_t *gid, char *err, size_t err_len)
+{
+	struct group gr, *res = NULL;
+	char buf[4096], *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(val, &end, 10);
+	if (*val >= '0' && *val <= '9' && *end == '\0' && errno == 0 && v <= UINT32_MAX)
+		getgrgid_r((gid_t)v, &gr, buf, sizeof(buf), &res);
+	else if (*val != '\0')
+		getgrnam_r(val, &gr, buf, sizeof(buf), &res);
+	if (res == NULL)
+		return fail(err, err_len, "--vm: socket-group '%s' is not a group name or gid "
+			    "on this host", val);
+	*gid = (uint32_t)res->gr_gid;
+	return 0;
+}
+
 int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_len)
 {
 	/* Described with vhost-device-vsock's keys: its defaults may differ from ours. */
@@ -254,11 +293,19 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 				    "forwarding backend) is not supported: give the VM a uds-path= "
 				    "and have host programs use its hybrid Unix sockets, or bridge "
 				    "them with socat (doc/migrating.md)", item);
+		} else if (strcmp(item, "socket-mode") == 0) {
+			if (parse_socket_mode(val, &vm.socket_mode, err, err_len) < 0)
+				return -1;
+		} else if (strcmp(item, "socket-group") == 0) {
+			if (parse_socket_group(val, &vm.socket_gid, err, err_len) < 0)
+				return -1;
+			vm.socket_group_set = true;
 		} else {
 			return fail(err, err_len, "--vm: unknown key '%s' (expected cid, socket, "
-				    "uds, lcore, group, client, max-connections, line-timeout-ms, "
-				    "connect-timeout-ms, or vhost-device-vsock's guest-cid, uds-path, "
-				    "tx-buffer-size, queue-size, groups)", item);
+				    "uds, lcore, group, client, socket-mode, socket-group, "
+				    "max-connections, line-timeout-ms, connect-timeout-ms, or "
+				    "vhost-device-vsock's guest-cid, uds-path, tx-buffer-size, "
+				    "queue-size, groups)", item);
 		}
 	}
 	if (peer && !have_cid) {
@@ -273,6 +320,9 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 	if (vm.uds_path[0] == '\0')
 		return fail(err, err_len, "--vm '%s': missing uds= (uds-path=)", spec);
 
+	/* A group is given to be let in: under the usual umask it could not write otherwise. */
+	if (vm.socket_group_set && vm.socket_mode == 0)
+		vm.socket_mode = 0660;
 	conf->vms[conf->nb_vms++] = vm;
 	return 0;
 }

@@ -107,6 +107,7 @@ static cmdline_parse_token_string_t t_stats2 = WORD(2, "stats");
 static struct value_token t_vm_sel = VALUE(3, all_choice, "all|<cid>");
 static struct value_token t_clear_sel = VALUE(2, all_choice, "all|<cid>");
 static struct value_token t_cid = VALUE(2, NULL, "<cid>");
+static struct value_token t_conn_start = VALUE(3, NULL, "<start>: first row shown, from 0");
 static struct value_token t_burst_n = VALUE(2, NULL, "<n>: 1..512");
 static struct value_token t_on_off = VALUE(2, on_off, "on|off");
 
@@ -123,7 +124,7 @@ static void cmd_help(void *res __rte_unused, struct cmdline *cl __rte_unused,
 	printf("Commands (Tab completes, Up/Down recall):\n"
 	       "  show vm stats all|<cid>          VM counters, throughput since last show\n"
 	       "  show lcore stats                 polls, busy share, cycles per packet\n"
-	       "  show conn <cid>                  connections: ports, state, credit, bytes\n"
+	       "  show conn <cid> [<start>]        connections, %u a page: ports, state, bytes\n"
 	       "  show config                      lcores, VMs, which lcore polls which VM\n"
 	       "  clear stats all|<cid>            restart the counters from zero\n"
 	       "  set burst <n>                    packets per queue per poll, 1..%u, at once\n"
@@ -132,7 +133,7 @@ static void cmd_help(void *res __rte_unused, struct cmdline *cl __rte_unused,
 	       "  stop                             pause polling (rings keep their descriptors)\n"
 	       "  start                            resume polling\n"
 	       "  quit                             stop everything and exit\n",
-	       VSOCK_PMD_BURST_MAX);
+	       DISPLAY_CONNS_PAGE, VSOCK_PMD_BURST_MAX);
 	done();
 }
 
@@ -179,7 +180,25 @@ static void cmd_show_conn(void *res, struct cmdline *cl __rte_unused, void *data
 	uint64_t cid;
 
 	if (parse_cid(((const struct words *)res)->w[2], false, &cid) == 0)
-		display_conns(cid);
+		display_conns(cid, 0);
+	done();
+}
+
+static void cmd_show_conn_from(void *res, struct cmdline *cl __rte_unused,
+			       void *data __rte_unused)
+{
+	const char *word = ((const struct words *)res)->w[3];
+	unsigned long start;
+	uint64_t cid;
+	char *end;
+
+	errno = 0;
+	start = strtoul(word, &end, 10);
+	if (word[0] < '0' || word[0] > '9' || *end != '\0' || errno != 0 || start > UINT32_MAX)
+		printf("Bad argument '%s': expected the first row to show (a number from 0)\n",
+		       word);
+	else if (parse_cid(((const struct words *)res)->w[2], false, &cid) == 0)
+		display_conns(cid, (unsigned int)start);
 	done();
 }
 
@@ -304,6 +323,8 @@ INST(i_show_lcore, cmd_show_lcore_stats, "show lcore stats: counters of every lc
      (void *)&t_show, (void *)&t_lcore, (void *)&t_stats2);
 INST(i_show_conn, cmd_show_conn, "show conn <cid>: connections of one VM",
      (void *)&t_show, (void *)&t_conn, (void *)&t_cid);
+INST(i_show_conn_from, cmd_show_conn_from, "show conn <cid> <start>: from the start-th on",
+     (void *)&t_show, (void *)&t_conn, (void *)&t_cid, (void *)&t_conn_start);
 INST(i_show_config, cmd_show_config, "show config: lcores, VMs, settings",
      (void *)&t_show, (void *)&t_config);
 INST(i_clear, cmd_clear_stats, "clear stats all|<cid>: restart counters from zero",
@@ -317,7 +338,8 @@ INST(i_stop, cmd_stop, "stop: pause polling", (void *)&t_stop);
 INST(i_quit, cmd_quit, "quit: exit", (void *)&t_quit);
 
 static cmdline_parse_ctx_t commands[] = {
-	&i_help, &i_show_vm, &i_show_lcore, &i_show_conn, &i_show_config, &i_clear,
+	&i_help, &i_show_vm, &i_show_lcore, &i_show_conn, &i_show_conn_from, &i_show_config,
+	&i_clear,
 	&i_set_burst, &i_set_record, &i_start, &i_stop, &i_quit, NULL,
 };
 

@@ -4,6 +4,7 @@
  * banner per VM, totals, then "Throughput (since last show)".
  */
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <linux/virtio_ring.h>
 #include <linux/virtio_vsock.h>
 
+#include <rte_common.h>
 #include <rte_cycles.h>
 
 #include <vsock_pmd.h>
@@ -300,6 +302,55 @@ static void print_groups(const struct vsock_pmd_vm_info *vi)
 		printf("%s%s", g ? "," : "", vi->groups[g]);
 }
 
+/* socket-mode= and socket-group= as configured; unset, the umask and the process decide. */
+static void print_socket_perms(const struct vsock_pmd_vm_info *vi)
+{
+	struct group gr, *res = NULL;
+	char buf[1024];
+
+	printf("      socket-mode ");
+	if (vi->socket_mode)
+		printf("%04o", vi->socket_mode);
+	else
+		printf("from the umask");
+	printf(", socket-group ");
+	if (!vi->socket_group_set) {
+		printf("the app's\n");
+		return;
+	}
+	getgrgid_r((gid_t)vi->socket_gid, &gr, buf, sizeof(buf), &res);
+	printf("%s (gid %u)\n", res ? res->gr_name : "?", vi->socket_gid);
+}
+
+/* The DPDK memory and what each pool of the engine holds of it (doc/operators-guide.md). */
+static void print_memory(void)
+{
+	struct vsock_pmd_memory *m = malloc(sizeof(*m));
+	unsigned int i;
+
+	if (!m || vsock_pmd_memory_get(m) < 0) {
+		free(m);
+		return;
+	}
+	printf("  DPDK memory: heap %.1f MiB (%s), %.1f MiB in use; engine pools %" PRIu64
+	       " bytes (%.1f MiB)\n", (double)m->heap_bytes / (1 << 20),
+	       m->can_grow ? "hugepages, grows on demand" : "fixed by -m",
+	       (double)m->heap_used_bytes / (1 << 20), m->pools_bytes,
+	       (double)m->pools_bytes / (1 << 20));
+	for (i = 0; i < m->nb_pools; i++) {
+		const struct vsock_pmd_mem_pool *p = &m->pools[i];
+
+		printf("      %-24s NUMA %d: %" PRIu64 " bytes", p->name, p->socket, p->bytes);
+		if (p->objects)
+			printf(", %u mbufs of %u bytes, %u in use", p->objects, p->obj_bytes,
+			       p->in_use);
+		else if (p->memzones > 1)
+			printf(" in %u memzones", p->memzones);
+		printf("\n");
+	}
+	free(m);
+}
+
 int display_config(void)
 {
 	struct vsock_pmd_config c;
@@ -340,34 +391,55 @@ int display_config(void)
 		printf("      tx-buffer-size %u, queue-size %u, max-connections %u, "
 		       "line-timeout-ms %u, connect-timeout-ms %u\n", vi.tx_buffer_size,
 		       vi.queue_size, vi.max_conns, vi.line_timeout_ms, vi.connect_timeout_ms);
+		print_socket_perms(&vi);
 	}
+	print_memory();
 	fflush(stdout);
 	return 0;
 }
 
-int display_conns(uint64_t cid)
+/* "1020 established, 3 connecting": how many connections are in each state. */
+static void print_conn_states(const struct vsock_pmd_conn_info *ci, int n)
 {
-	unsigned int max = 1024;
-	struct vsock_pmd_conn_info *ci = calloc(max, sizeof(*ci));
-	int n, i;
+	const char *names[8];
+	unsigned int counts[8], nb = 0, k;
+	int i;
 
-	if (!ci)
-		return -ENOMEM;
-	n = vsock_pmd_conns_get(cid, ci, max);
-	if (n == -ENOENT) {
-		free(ci);
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < nb && strcmp(names[k], ci[i].state) != 0; k++)
+			;
+		if (k == nb && nb < RTE_DIM(names)) {
+			names[nb] = ci[i].state;
+			counts[nb++] = 0;
+		}
+		if (k < nb)
+			counts[k]++;
+	}
+	for (k = 0; k < nb; k++)
+		printf("%s %u %s", k ? "," : ":", counts[k], names[k]);
+}
+
+int display_conns(uint64_t cid, unsigned int start)
+{
+	struct vsock_pmd_conn_info *ci;
+	int n = vsock_pmd_conns_get_all(cid, &ci), i, end;
+
+	if (n == -ENOENT)
 		return no_vm(cid);
-	}
-	if (n < 0) {
-		free(ci);
+	if (n < 0)
 		return n;
-	}
-	printf("  VM cid %" PRIu64 ": %d connection%s\n", cid, n, n == 1 ? "" : "s");
-	if (n > 0)
+	printf("  VM cid %" PRIu64 ": %d connection%s", cid, n, n == 1 ? "" : "s");
+	print_conn_states(ci, n);
+	printf("\n");
+	end = start < (unsigned int)n ? (int)RTE_MIN((unsigned int)n, start + DISPLAY_CONNS_PAGE)
+				      : n;
+	if (n > 0 && start >= (unsigned int)n)
+		printf("  none from %u on: show conn %" PRIu64 " lists them from 0\n", start, cid);
+	else if (n > 0)
 		printf("  %-10s %-10s %-9s %-12s %10s %10s %15s %15s %8s %8s\n", "guest-port",
 		       "host-port", "type", "state", "from-guest", "to-guest", "guest-credit",
 		       "host-credit", "q-host", "q-guest");
-	for (i = 0; i < n && i < (int)max; i++) {
+	for (i = (int)start; i < end; i++) {
 		char gc[24], hc[24];
 
 		snprintf(gc, sizeof(gc), "%u/%u", ci[i].guest_credit, ci[i].our_buf_alloc);
@@ -376,6 +448,8 @@ int display_conns(uint64_t cid)
 		       ci[i].host_port, ci[i].type, ci[i].state, ci[i].from_guest_bytes,
 		       ci[i].to_guest_bytes, gc, hc, ci[i].queued_to_host, ci[i].queued_to_guest);
 	}
+	if (end < n)
+		printf("  ... %d more: show conn %" PRIu64 " %d\n", n - end, cid, end);
 	free(ci);
 	fflush(stdout);
 	return 0;

@@ -26,8 +26,14 @@ int display_stats(void);
 /** Settings, lcores and which lcore serves which VM. */
 int display_config(void);
 
-/** The connections of VM @p cid. */
-int display_conns(uint64_t cid);
+/** Rows of show conn at a time: 1023 connections stay readable a screen at a time. */
+#define DISPLAY_CONNS_PAGE 32
+
+/**
+ * The connections of VM @p cid: how many in each state, then DISPLAY_CONNS_PAGE rows from
+ * the @p start-th on and the command that shows the next ones.
+ */
+int display_conns(uint64_t cid, unsigned int start);
 
 /** After a clear: the next throughput figure of @p cid (or all) starts from now. */
 void display_forget(uint64_t cid);

@@ -27,6 +27,9 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
+#include <rte_memzone.h>
+#include <rte_ring.h>
 #include <rte_vhost.h>
 
 #include <vsock_pmd_native.h>
@@ -53,6 +56,12 @@
 
 /* Per-lcore mbuf cache; a small pool gets a smaller one (DPDK wants size >= 1.5 x cache). */
 #define MBUF_CACHE 256u
+
+/*
+ * Heap a frontend's attach takes beside our tables: librte_vhost's device, its virtqueues,
+ * memory table and guest page list. Kept free when the heap cannot grow.
+ */
+#define ATTACH_RESERVE (1u << 20)
 
 /* Longest a busy device goes without asking the kernel which host sockets are ready. */
 #define HOST_EPOLL_BUSY_US 20
@@ -545,10 +554,43 @@ static const struct rte_vhost_device_ops device_ops = {
 	.destroy_connection = destroy_connection,
 };
 
+/*
+ * socket-mode= and socket-group=: a socket is bound while the umask lets only its owner (this
+ * process's user) connect, and is given its group and mode right after, so nobody else can
+ * connect before it has them. The umask is the process's: a file another thread creates in
+ * that window comes out narrower, never wider. Returns the umask to restore.
+ */
+static mode_t sock_perm_begin(const struct vsock_dev *dev)
+{
+	return dev->conf.socket_mode || dev->conf.socket_group_set ? umask(0177) : 0;
+}
+
+static int sock_perm_end(const struct vsock_dev *dev, const char *path, mode_t old_umask)
+{
+	const struct vsock_pmd_vm_conf *c = &dev->conf;
+	int rc = 0;
+
+	if (!c->socket_mode && !c->socket_group_set)
+		return 0;
+	umask(old_umask);
+	if (path == NULL)	/* nothing was made: only the umask to restore */
+		return 0;
+	if ((c->socket_group_set && chown(path, (uid_t)-1, (gid_t)c->socket_gid) < 0) ||
+	    chmod(path, c->socket_mode ? (mode_t)c->socket_mode : 0777 & ~old_umask) < 0) {
+		rc = -errno;
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot give %s mode %04o, group %d: %s",
+			  c->cid, path, c->socket_mode, c->socket_group_set ? (int)c->socket_gid :
+			  -1, strerror(-rc));
+	}
+	return rc;
+}
+
 static int dev_register(struct vsock_dev *dev)
 {
 	const char *path = dev->conf.socket_path;
 	struct stat st;
+	mode_t old_umask;
+	int rc;
 
 	/*
 	 * app validation refused live sockets; what is left is a stale one from a crash. A
@@ -565,8 +607,21 @@ static int dev_register(struct vsock_dev *dev)
 	dev->registered = true;
 	if (rte_vhost_driver_set_features(path, VSOCK_FEATURES) < 0 ||
 	    rte_vhost_driver_set_protocol_features(path, VSOCK_PROTOCOL_FEATURES) < 0 ||
-	    rte_vhost_driver_callback_register(path, &device_ops) < 0 ||
-	    rte_vhost_driver_start(path) < 0) {
+	    rte_vhost_driver_callback_register(path, &device_ops) < 0) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot set up vhost-user socket %s",
+			  dev->conf.cid, path);
+		return -EIO;
+	}
+	/*
+	 * A server's socket is bound and listened on inside rte_vhost_driver_start(): from
+	 * there to sock_perm_end() only our own user can connect. A client's socket is the
+	 * frontend's, made with the frontend's permissions: socket-mode/-group leave it alone.
+	 */
+	old_umask = dev->conf.client ? 0 : sock_perm_begin(dev);
+	rc = rte_vhost_driver_start(path);
+	if (!dev->conf.client && sock_perm_end(dev, rc < 0 ? NULL : path, old_umask) < 0)
+		return -EPERM;
+	if (rc < 0) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot start vhost-user socket %s",
 			  dev->conf.cid, path);
 		return -EIO;
@@ -579,13 +634,20 @@ static int dev_register(struct vsock_dev *dev)
 static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
 {
 	struct conn_table_conf cc;
+	mode_t old_umask = sock_perm_begin(dev);
+	int rc;
 
+	/* Bound and listened on owner-only: others get in once sock_perm_end() let them. */
 	dev->listen_fd = ep_uds_listen(dev->conf.uds_path);
 	if (dev->listen_fd < 0) {
+		sock_perm_end(dev, NULL, old_umask);
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot listen on %s: %s", dev->conf.cid,
 			  dev->conf.uds_path, strerror(-dev->listen_fd));
 		return dev->listen_fd;
 	}
+	rc = sock_perm_end(dev, dev->conf.uds_path, old_umask);
+	if (rc < 0)
+		return rc;
 	conn_table_conf_init(&cc);
 	cc.guest_cid = dev->conf.cid;
 	cc.uds_path = dev->conf.uds_path;
@@ -685,14 +747,36 @@ static void vm_conf_defaults(struct vsock_pmd_vm_conf *vm)
 		vm->connect_timeout_ms = VSOCK_PMD_TIMEOUT_MS_DEFAULT;
 }
 
-/* One payload mempool per NUMA node that polls VMs, sized for the VMs it polls. */
-static int pools_create(const struct vsock_pmd_conf *conf, struct worker *const *home)
+/* VMs polled from each NUMA node. */
+static void vms_per_node(const struct vsock_pmd_conf *conf, struct worker *const *home,
+			 unsigned int *per_node)
 {
-	unsigned int per_node[RTE_MAX_NUMA_NODES] = { 0 };
 	unsigned int i;
 
+	memset(per_node, 0, sizeof(*per_node) * RTE_MAX_NUMA_NODES);
 	for (i = 0; i < conf->nb_vms; i++)
 		per_node[rte_lcore_to_socket_id(worker_lcore(home[i]))]++;
+}
+
+/*
+ * One payload mempool per NUMA node that polls VMs, sized for the VMs it polls; created
+ * empty here (the connection tables need it) and filled by pools_populate() once every
+ * smaller allocation is made, so that the big one is checked against what is left.
+ *
+ * Not rte_pktmbuf_pool_create(): its objects may not cross a page boundary, and with
+ * --no-huge the pages are 4 KiB, so each 2.3 KiB mbuf would take a page of its own (twice
+ * the memory). Nothing here gives an mbuf to a device for DMA: the CPU copies to and from
+ * guest memory, so the objects need no IOVA-contiguity (RTE_MEMPOOL_F_NO_IOVA_CONTIG).
+ */
+static int pools_create(const struct vsock_pmd_conf *conf, struct worker *const *home)
+{
+	struct rte_pktmbuf_pool_private priv = {
+		.mbuf_data_room_size = RTE_MBUF_DEFAULT_BUF_SIZE,
+	};
+	unsigned int per_node[RTE_MAX_NUMA_NODES];
+	unsigned int i;
+
+	vms_per_node(conf, home, per_node);
 	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
 		char name[RTE_MEMPOOL_NAMESIZE];
 
@@ -705,18 +789,91 @@ static int pools_create(const struct vsock_pmd_conf *conf, struct worker *const 
 		unsigned int slack = rte_lcore_count() * cache * 3 / 2;
 
 		snprintf(name, sizeof(name), "vsock_payload_%u", i);
-		pools[i] = rte_pktmbuf_pool_create(name, n, cache, 0,
-						   RTE_MBUF_DEFAULT_BUF_SIZE, (int)i);
+		pools[i] = rte_mempool_create_empty(name, n, sizeof(struct rte_mbuf) +
+						    RTE_MBUF_DEFAULT_BUF_SIZE, cache, sizeof(priv),
+						    (int)i, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+		if (pools[i] && rte_mempool_set_ops_byname(pools[i], rte_mbuf_best_mempool_ops(),
+							   NULL) < 0) {
+			rte_mempool_free(pools[i]);
+			pools[i] = NULL;
+		}
 		if (!pools[i]) {
 			VSOCK_LOG(ERR, "cannot create the payload mempool of NUMA node %u: %s", i,
 				  rte_strerror(rte_errno));
 			return -ENOMEM;
 		}
+		rte_pktmbuf_pool_init(pools[i], &priv);
 		/*
 		 * Every VM of the node gets an equal share of what the caches leave, so that
 		 * none can hold the mbufs another needs: a VM that runs out of its own waits.
 		 */
 		quotas[i] = RTE_MAX((n > 2 * slack ? n - slack : n / 2) / per_node[i], 2u);
+	}
+	return 0;
+}
+
+/* DPDK memory populating @p mp takes: its objects and (ring ops) the ring holding them. */
+static uint64_t pool_fill_bytes(const struct rte_mempool *mp)
+{
+	uint64_t obj = (uint64_t)mp->header_size + mp->elt_size + mp->trailer_size;
+	ssize_t ring = rte_ring_get_memsize(rte_align32pow2(mp->size + 1));
+
+	return obj * mp->size + (ring > 0 ? (uint64_t)ring : 0);
+}
+
+#define MIB ((uint64_t)1 << 20)
+
+/*
+ * Fill the payload pools. When the heap cannot grow (--no-huge: the EAL has exactly its -m
+ * from the start), refuse before allocating if what they need, and what a frontend's
+ * attach takes beside them, is not free: naming the figure and the fix beats DPDK's bare
+ * "Cannot allocate memory". With hugepages the heap grows on demand as long as the kernel
+ * has pages: only a failed attempt can tell, and then the same figure is named.
+ */
+static int pools_populate(const struct vsock_pmd_conf *conf, struct worker *const *home)
+{
+	unsigned int per_node[RTE_MAX_NUMA_NODES];
+	uint64_t need[RTE_MAX_NUMA_NODES] = { 0 }, total = 0, have = 0, used = 0;
+	bool can_grow = rte_eal_has_hugepages();
+	unsigned int i;
+
+	vms_per_node(conf, home, per_node);
+	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
+		struct rte_malloc_socket_stats st;
+
+		if (rte_malloc_get_socket_stats((int)i, &st) == 0) {
+			have += st.heap_totalsz_bytes;
+			used += st.heap_allocsz_bytes;
+		}
+		if (pools[i])
+			need[i] = pool_fill_bytes(pools[i]) + per_node[i] * ATTACH_RESERVE;
+		total += need[i];
+	}
+	total += used;
+	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
+		struct rte_malloc_socket_stats st;
+		bool short_here = !can_grow && need[i] &&
+			(rte_malloc_get_socket_stats((int)i, &st) < 0 ||
+			 st.heap_freesz_bytes < need[i]);
+
+		if (short_here || (pools[i] && rte_mempool_populate_default(pools[i]) < 0)) {
+			if (can_grow)
+				VSOCK_LOG(ERR, "%u VM%s need %" PRIu64 " MiB of DPDK memory, the EAL "
+					  "could not grow to it: reserve more hugepages, or pass a "
+					  "smaller --mbufs (now %u per VM)", conf->nb_vms,
+					  conf->nb_vms == 1 ? "" : "s", (total + MIB - 1) / MIB,
+					  conf->mbufs_per_vm);
+			else
+				VSOCK_LOG(ERR, "%u VM%s need %" PRIu64 " MiB of DPDK memory, the EAL "
+					  "has %" PRIu64 " MiB: pass -m %" PRIu64 ", or use hugepages,"
+					  " or a smaller --mbufs (now %u per VM)", conf->nb_vms,
+					  conf->nb_vms == 1 ? "" : "s", (total + MIB - 1) / MIB,
+					  have / MIB, (uint64_t)RTE_ALIGN_CEIL(total, 64 * MIB) / MIB,
+					  conf->mbufs_per_vm);
+			return -ENOMEM;
+		}
+		if (pools[i])
+			rte_mempool_obj_iter(pools[i], rte_pktmbuf_init, NULL);
 	}
 	return 0;
 }
@@ -774,15 +931,27 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 		nb_devs = i + 1;
 		pthread_mutex_unlock(&devs_lock);
 		rc = dev_open_endpoint(dev, conf->burst);
-		if (rc == 0)
-			rc = dev_register(dev);
 		if (rc < 0) {
 			vsock_devs_destroy();
 			return rc;
 		}
+	}
+	/* The payload last, then the vhost-user sockets: no frontend comes before its mbufs. */
+	rc = pools_populate(conf, home);
+	for (i = 0; rc == 0 && i < conf->nb_vms; i++) {
+		struct vsock_dev *dev = devs[i];
+		int node = dev->numa_node;
+
+		rc = dev_register(dev);
+		if (rc < 0)
+			break;
 		VSOCK_LOG(INFO, "VM cid %" PRIu64 ": placed on lcore %u (%s), NUMA node %d",
 			  dev->conf.cid, worker_lcore(dev->worker),
 			  dev->conf.pinned ? "pinned" : "balanced", node);
+	}
+	if (rc < 0) {
+		vsock_devs_destroy();
+		return rc;
 	}
 	/* Every table is ready: host programs may connect before any frontend does. */
 	pthread_mutex_lock(&devs_lock);
@@ -848,6 +1017,41 @@ void vsock_devs_mbufs(uint64_t *total, uint64_t *in_use)
 			continue;
 		*total += pools[i]->size;
 		*in_use += rte_mempool_in_use_count(pools[i]);
+	}
+}
+
+static void add_chunk(struct rte_mempool *mp __rte_unused, void *arg,
+		      struct rte_mempool_memhdr *memhdr, unsigned int idx __rte_unused)
+{
+	*(uint64_t *)arg += memhdr->len;
+}
+
+void vsock_devs_pools(struct vsock_pmd_memory *mem)
+{
+	unsigned int i;
+
+	for (i = 0; i < RTE_MAX_NUMA_NODES && mem->nb_pools < VSOCK_PMD_MEM_POOLS_MAX; i++) {
+		struct vsock_pmd_mem_pool *p = &mem->pools[mem->nb_pools];
+		struct rte_mempool *mp = pools[i];
+		char ring[sizeof(RTE_RING_MZ_PREFIX) + RTE_MEMZONE_NAMESIZE];
+		const struct rte_memzone *rz;
+		uint64_t chunks = 0;
+
+		if (!mp)
+			continue;
+		memset(p, 0, sizeof(*p));
+		snprintf(p->name, sizeof(p->name), "%s", mp->name);
+		p->socket = mp->socket_id;
+		p->objects = mp->size;
+		p->obj_bytes = mp->header_size + mp->elt_size + mp->trailer_size;
+		p->in_use = rte_mempool_in_use_count(mp);
+		rte_mempool_mem_iter(mp, add_chunk, &chunks);
+		/* The ring ops keep the free objects in a ring of their own memzone. */
+		snprintf(ring, sizeof(ring), "%s%s", RTE_RING_MZ_PREFIX, mp->mz->name);
+		rz = rte_memzone_lookup(ring);
+		p->bytes = mp->mz->len + chunks + (rz ? rz->len : 0);
+		mem->pools_bytes += p->bytes;
+		mem->nb_pools++;
 	}
 }
 

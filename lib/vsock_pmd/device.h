@@ -97,4 +97,7 @@ struct vsock_dev *vsock_dev_at(unsigned int i);
 /** Payload mbufs of every pool, and how many are out of the pools (caches count as free). */
 void vsock_devs_mbufs(uint64_t *total, uint64_t *in_use);
 
+/** Append the payload mempools to @p mem->pools, with their bytes (caller holds the lock). */
+void vsock_devs_pools(struct vsock_pmd_memory *mem);
+
 #endif /* VSOCK_PMD_DEVICE_H */

@@ -17,12 +17,17 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <rte_common.h>
 #include <rte_cycles.h>
+#include <rte_eal.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_memzone.h>
+#include <rte_ring.h>
 
 #include <vsock_pmd.h>
 
@@ -339,6 +344,75 @@ int vsock_pmd_resources_get(struct vsock_pmd_resources *res)
 	return 0;
 }
 
+/* Names of what the engine reserves itself, memzones of its rings ("RG_") included. */
+#define ENGINE_MZ_PREFIX "vsock_"
+
+/*
+ * The engine's memzones beside its mempools (which vsock_devs_pools() counts whole). Those
+ * numbered alike ("RG_vsock_accept_0" ... "_63") add up under one "RG_vsock_accept"
+ * (telemetry names allow no wildcard).
+ */
+static void add_memzone(const struct rte_memzone *mz, void *arg)
+{
+	struct vsock_pmd_memory *mem = arg;
+	const char *name = mz->name;
+	struct vsock_pmd_mem_pool *p = NULL;
+	char key[sizeof(p->name)];
+	size_t len = strlen(mz->name);
+	unsigned int i;
+
+	if (strncmp(name, RTE_RING_MZ_PREFIX, strlen(RTE_RING_MZ_PREFIX)) == 0)
+		name += strlen(RTE_RING_MZ_PREFIX);
+	if (strncmp(name, ENGINE_MZ_PREFIX, strlen(ENGINE_MZ_PREFIX)) != 0)
+		return;
+	while (len > 0 && mz->name[len - 1] >= '0' && mz->name[len - 1] <= '9')
+		len--;
+	if (len < strlen(mz->name) && mz->name[len - 1] == '_')
+		snprintf(key, sizeof(key), "%.*s", (int)len - 1, mz->name);
+	else
+		snprintf(key, sizeof(key), "%s", mz->name);
+	for (i = 0; i < mem->nb_pools && !p; i++) {
+		if (mem->pools[i].objects == 0 && strcmp(mem->pools[i].name, key) == 0)
+			p = &mem->pools[i];
+	}
+	if (!p) {
+		if (mem->nb_pools >= VSOCK_PMD_MEM_POOLS_MAX)
+			return;
+		p = &mem->pools[mem->nb_pools++];
+		memset(p, 0, sizeof(*p));
+		memcpy(p->name, key, sizeof(p->name));
+		p->socket = mz->socket_id;
+	}
+	p->memzones++;
+	p->bytes += mz->len;
+	mem->pools_bytes += mz->len;
+}
+
+int vsock_pmd_memory_get(struct vsock_pmd_memory *mem)
+{
+	unsigned int i;
+	int rc = api_enter();
+
+	if (rc < 0)
+		return rc;
+	memset(mem, 0, sizeof(*mem));
+	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
+		struct rte_malloc_socket_stats st;
+
+		if (rte_malloc_get_socket_stats((int)i, &st) == 0) {
+			mem->heap_bytes += st.heap_totalsz_bytes;
+			mem->heap_used_bytes += st.heap_allocsz_bytes;
+		}
+	}
+	mem->can_grow = rte_eal_has_hugepages();
+	vsock_devs_lock();
+	vsock_devs_pools(mem);
+	vsock_devs_unlock();
+	rte_memzone_walk(add_memzone, mem);
+	api_leave();
+	return 0;
+}
+
 int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 {
 	struct vsock_dev *dev;
@@ -364,6 +438,9 @@ int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 	info->numa_socket = dev->numa_node;
 	info->nb_groups = dev->conf.nb_groups;
 	memcpy(info->groups, dev->conf.groups, sizeof(info->groups));
+	info->socket_mode = dev->conf.socket_mode;
+	info->socket_group_set = dev->conf.socket_group_set;
+	info->socket_gid = dev->conf.socket_gid;
 	info->features = dev->running ? dev->features : 0;
 	for (q = 0; dev->running && q < VSOCK_NR_VQ; q++) {
 		info->ring_size[q] = dev->vq[q].size;
@@ -485,6 +562,31 @@ out:
 	vsock_devs_unlock();
 	api_leave();
 	return rc;
+}
+
+int vsock_pmd_conns_get_all(uint64_t cid, struct vsock_pmd_conn_info **out)
+{
+	struct vsock_pmd_conn_info *conns = NULL;
+	unsigned int max = 0;
+	int n;
+
+	/* Connections come and go between the calls: grow until one snapshot holds them all. */
+	for (;;) {
+		n = vsock_pmd_conns_get(cid, conns, max);
+		if (n < 0 || (unsigned int)n <= max)
+			break;
+		free(conns);
+		max = (unsigned int)n + 32;
+		conns = calloc(max, sizeof(*conns));
+		if (!conns)
+			return -ENOMEM;
+	}
+	if (n <= 0) {
+		free(conns);
+		conns = NULL;
+	}
+	*out = conns;
+	return n;
 }
 
 int vsock_pmd_set_burst(unsigned int burst)

@@ -3,16 +3,20 @@
  * The statistics as JSON through librte_telemetry, for dpdk-telemetry.py and monitoring:
  *   /vsock/config         settings in force
  *   /vsock/resources      mbufs in use, open fds, RSS, connections (leak checks)
+ *   /vsock/memory         DPDK heap and the bytes of every pool and memzone of the engine
  *   /vsock/vms            every VM: state, lcore, connections
  *   /vsock/stats,<cid>    one VM's counters (what "show vm stats" prints)
  *   /vsock/lcores         every worker lcore's counters
- *   /vsock/conns,<cid>    one VM's connections
+ *   /vsock/conns,<cid>[,<start>]  one VM's connections, TEL_CONNS_PAGE at a time from the
+ *                         <start>th (default 0); "next" is where the following page starts,
+ *                         "count" when this one is the last
  * Each handler only calls the public API, so telemetry and the console always agree.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rte_common.h>
 #include <rte_telemetry.h>
@@ -21,8 +25,8 @@
 
 #include "stats.h"
 
-/* Connections listed by /vsock/conns: the reply must fit in telemetry's output buffer. */
-#define TEL_CONNS_MAX 64
+/* Connections per /vsock/conns reply: ~330 bytes of JSON each, in a 16 KiB reply. */
+#define TEL_CONNS_PAGE 32
 
 static int parse_cid(const char *params, uint64_t *cid)
 {
@@ -86,6 +90,53 @@ static int tel_resources(const char *cmd __rte_unused, const char *params __rte_
 	return 0;
 }
 
+static int tel_memory(const char *cmd __rte_unused, const char *params __rte_unused,
+		      struct rte_tel_data *d)
+{
+	struct vsock_pmd_memory *m = malloc(sizeof(*m));
+	struct rte_tel_data *pools, *zones;
+	unsigned int i;
+	int rc = -ENOMEM;
+
+	if (!m)
+		return -ENOMEM;
+	rc = vsock_pmd_memory_get(m);
+	if (rc < 0)
+		goto out;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "heap_bytes", m->heap_bytes);
+	rte_tel_data_add_dict_u64(d, "heap_used_bytes", m->heap_used_bytes);
+	rte_tel_data_add_dict_u64(d, "can_grow", m->can_grow);
+	rte_tel_data_add_dict_u64(d, "pools_bytes", m->pools_bytes);
+	/* Mempools and memzones apart: a memzone has no mbufs. */
+	pools = add_dict(d, "pools");
+	zones = add_dict(d, "memzones");
+	rc = -ENOMEM;
+	if (!pools || !zones)
+		goto out;
+	for (i = 0; i < m->nb_pools; i++) {
+		const struct vsock_pmd_mem_pool *p = &m->pools[i];
+		struct rte_tel_data *e;
+
+		e = add_dict(p->objects ? pools : zones, p->name);
+		if (!e)
+			goto out;
+		rte_tel_data_add_dict_int(e, "socket", p->socket);
+		rte_tel_data_add_dict_u64(e, "bytes", p->bytes);
+		if (!p->objects) {
+			rte_tel_data_add_dict_u64(e, "memzones", p->memzones);
+			continue;
+		}
+		rte_tel_data_add_dict_u64(e, "objects", p->objects);
+		rte_tel_data_add_dict_u64(e, "obj_bytes", p->obj_bytes);
+		rte_tel_data_add_dict_u64(e, "in_use", p->in_use);
+	}
+	rc = 0;
+out:
+	free(m);
+	return rc;
+}
+
 static int tel_vms(const char *cmd __rte_unused, const char *params __rte_unused,
 		   struct rte_tel_data *d)
 {
@@ -123,6 +174,13 @@ static int tel_vms(const char *cmd __rte_unused, const char *params __rte_unused
 		rte_tel_data_add_dict_u64(v, "max_conns", vi.max_conns);
 		rte_tel_data_add_dict_u64(v, "line_timeout_ms", vi.line_timeout_ms);
 		rte_tel_data_add_dict_u64(v, "connect_timeout_ms", vi.connect_timeout_ms);
+		/* As configured: "" and -1 when the umask and the process's group decide. */
+		key[0] = '\0';
+		if (vi.socket_mode)
+			snprintf(key, sizeof(key), "%04o", vi.socket_mode);
+		rte_tel_data_add_dict_string(v, "socket_mode", key);
+		rte_tel_data_add_dict_int(v, "socket_gid",
+					  vi.socket_group_set ? (int)vi.socket_gid : -1);
 	}
 	return 0;
 }
@@ -221,25 +279,34 @@ static int tel_lcores(const char *cmd __rte_unused, const char *params __rte_unu
 	return 0;
 }
 
-static int conns_reply(uint64_t cid, const struct vsock_pmd_conn_info *conns, int n,
-		       struct rte_tel_data *d)
+static int conns_reply(uint64_t cid, const struct vsock_pmd_conn_info *conns, unsigned int n,
+		       unsigned int start, struct rte_tel_data *d)
 {
+	unsigned int i, end = start < n ? RTE_MIN(n, start + TEL_CONNS_PAGE) : n;
 	struct rte_tel_data *all;
-	int i;
 
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "cid", cid);
-	rte_tel_data_add_dict_u64(d, "count", (uint64_t)n);
-	/* Keyed "<guest port>_<host port>" (names allow no colon); a dict prints even empty. */
+	rte_tel_data_add_dict_u64(d, "count", n);
+	rte_tel_data_add_dict_u64(d, "start", start);
+	rte_tel_data_add_dict_u64(d, "next", end);
+	/*
+	 * Keyed "<guest port>_<host port>" (names allow no colon), "line_<n>" before the ports
+	 * are known; a dict prints even empty.
+	 */
 	all = add_dict(d, "conns");
 	if (!all)
 		return -ENOMEM;
-	for (i = 0; i < RTE_MIN(n, TEL_CONNS_MAX); i++) {
+	for (i = start; i < end; i++) {
 		const struct vsock_pmd_conn_info *ci = &conns[i];
 		struct rte_tel_data *c;
 		char key[24];
 
-		snprintf(key, sizeof(key), "%u_%u", ci->guest_port, ci->host_port);
+		/* A host client still writing its CONNECT line has no ports yet. */
+		if (ci->guest_port == 0 && ci->host_port == 0)
+			snprintf(key, sizeof(key), "line_%u", i);
+		else
+			snprintf(key, sizeof(key), "%u_%u", ci->guest_port, ci->host_port);
 		c = add_dict(all, key);
 		if (!c)
 			return -ENOMEM;
@@ -261,16 +328,30 @@ static int conns_reply(uint64_t cid, const struct vsock_pmd_conn_info *conns, in
 
 static int tel_conns(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
 {
-	struct vsock_pmd_conn_info *conns = calloc(TEL_CONNS_MAX, sizeof(*conns));
+	struct vsock_pmd_conn_info *conns = NULL;
+	char cid_s[24], *comma, *end;
+	unsigned long start = 0;
 	uint64_t cid;
-	int n = -EINVAL;
+	int n;
 
-	if (!conns)
-		return -ENOMEM;
-	if (parse_cid(params, &cid) == 0)
-		n = vsock_pmd_conns_get(cid, conns, TEL_CONNS_MAX);
+	if (!params || strlen(params) >= sizeof(cid_s))
+		return -EINVAL;
+	strcpy(cid_s, params);
+	comma = strchr(cid_s, ',');
+	if (comma) {
+		*comma = '\0';
+		if (comma[1] < '0' || comma[1] > '9')
+			return -EINVAL;
+		start = strtoul(comma + 1, &end, 10);
+		if (*end != '\0' || start > UINT32_MAX)
+			return -EINVAL;
+	}
+	if (parse_cid(cid_s, &cid) < 0)
+		return -EINVAL;
+	/* One snapshot for the page. */
+	n = vsock_pmd_conns_get_all(cid, &conns);
 	if (n >= 0)
-		n = conns_reply(cid, conns, n, d);
+		n = conns_reply(cid, conns, (unsigned int)n, (unsigned int)start, d);
 	free(conns);
 	return n;
 }
@@ -286,6 +367,8 @@ void vsock_telemetry_register(void)
 				   "dpdk-vsock settings in force. No parameters");
 	rte_telemetry_register_cmd("/vsock/resources", tel_resources,
 				   "Mbufs in use, open fds, RSS, connections. No parameters");
+	rte_telemetry_register_cmd("/vsock/memory", tel_memory,
+				   "DPDK heap, bytes of every pool and memzone. No parameters");
 	rte_telemetry_register_cmd("/vsock/vms", tel_vms,
 				   "Every VM: state, lcore, connections. No parameters");
 	rte_telemetry_register_cmd("/vsock/stats", tel_stats,
@@ -293,5 +376,5 @@ void vsock_telemetry_register(void)
 	rte_telemetry_register_cmd("/vsock/lcores", tel_lcores,
 				   "Counters of every worker lcore. No parameters");
 	rte_telemetry_register_cmd("/vsock/conns", tel_conns,
-				   "Connections of one VM. Parameters: int cid");
+				   "Connections of one VM, 32 a page. Parameters: int cid[,int start]");
 }

@@ -25,9 +25,9 @@ ops_runtime_dir(const struct ops_env *o, char *buf, size_t len)
 	app_proc_eal_dir(o->prefix, buf, len);
 }
 
-/* As the datapath tests: stay off the CPU the app's worker spins on. */
-static void
-pin_off_worker(void)
+/* As the datapath tests. */
+void
+ops_pin_off_worker(void)
 {
 	cpu_set_t set;
 
@@ -81,7 +81,7 @@ ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *extr
 		app_proc_fini(&e->app);
 		return -1;
 	}
-	pin_off_worker();
+	ops_pin_off_worker();
 	return 0;
 }
 

@@ -33,6 +33,24 @@ int ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *
 /** SIGTERM the app, clean up; its wait status. */
 int ops_stop(struct ops_env *o);
 
+/* tap.h keeps its counters per translation unit: what reports is inline here. */
+
+/** Print the log if a check failed, then ops_stop() and check that the app exited 0. */
+static inline void
+ops_finish(struct ops_env *o)
+{
+	int status;
+
+	if (tap_failed)
+		app_proc_dump_log(&o->dp.app);
+	status = ops_stop(o);
+	tap_ok(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		"app exits 0 on SIGTERM (status %#x)", status);
+}
+
+/** Run the test's thread on CPU 0, off the one the app's worker spins on. */
+void ops_pin_off_worker(void);
+
 /** Bytes in the app's log so far: the start of what a command prints next. */
 long ops_log_mark(const struct ops_env *o);
 

@@ -88,6 +88,8 @@ test_commands(void)
 	tap_ok(ops_cmd(&env, "frobnicate the vm", "Command not found", MS, NULL),
 		"unknown command");
 	tap_ok(ops_cmd(&env, "show conn", "Bad arguments", MS, NULL), "missing argument");
+	tap_ok(ops_cmd(&env, "show conn 3 x", "Bad argument 'x': expected the first row", MS,
+		NULL), "show conn: a word where the first row belongs");
 	tap_ok(ops_cmd(&env, "set burst 0", "Bad burst size '0': it must be a number in 1..512",
 		MS, NULL), "burst 0 refused");
 	tap_ok(ops_cmd(&env, "set burst 513", "Bad burst size '513'", MS, NULL),
@@ -112,6 +114,8 @@ test_commands(void)
 
 	tap_ok(ops_cmd(&env, "show conn 3", "VM cid 3: 0 connections", MS, NULL),
 		"show conn: none open");
+	tap_ok(ops_cmd(&env, "show conn 9 0", "No VM with CID 9", MS, NULL),
+		"show conn <cid> <start>: unknown CID named");
 	tap_ok(ops_cmd(&env, "clear stats 3", "Statistics of VM cid 3 cleared", MS, NULL) &&
 		ops_cmd(&env, "show vm stats 3", "Guest->host packets: 0 ", MS, NULL),
 		"clear stats 3: counters restart from zero");

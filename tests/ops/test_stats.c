@@ -328,8 +328,6 @@ test_burst_under_traffic(void)
 int
 main(void)
 {
-	int status;
-
 	if (!tap_ok(ops_start(&env, false, true, NULL) == 0, "app started with -i"))
 		return tap_done();
 	if (dp_attach(e, NULL, NULL) == 0) {
@@ -339,10 +337,6 @@ main(void)
 		test_burst_effect();
 		test_burst_under_traffic();
 	}
-	if (tap_failed)
-		app_proc_dump_log(&e->app);
-	status = ops_stop(&env);
-	tap_ok(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		"app exits 0 on SIGTERM (status %#x)", status);
+	ops_finish(&env);
 	return tap_done();
 }
