@@ -27,6 +27,8 @@
 #include "tap.h"
 
 #define WAIT_MS 5000
+/* Steps of 20 ms while waiting for a line in the app's log: WAIT_MS in all. */
+#define LOG_WAIT_STEPS (WAIT_MS / 20)
 #define CHUNK 65536u
 
 static struct md_env env;
@@ -119,7 +121,7 @@ case_moved_table(void)
 	struct vfe_vsock *v = &env.o.dp.v;
 	uint8_t *base = v->mem.base, *moved;
 	struct vfe_vring_addr addr;
-	unsigned int q;
+	unsigned int q, i;
 	long mark;
 	int rc;
 
@@ -133,7 +135,9 @@ case_moved_table(void)
 	if (rc == 0)
 		rc = vfe_conn_sync(&v->conn);
 	tap_ok(rc == 0, "moved: SET_MEM_TABLE handled (rc %d %s)", rc, v->conn.err);
-	md_spin_us(&env, 20000);
+	/* The app says so when its control thread gets to it: wait for the line, bounded. */
+	for (i = 0; i < LOG_WAIT_STEPS && !ops_log_has(&env.o, mark, "waits for its rings"); i++)
+		md_spin_us(&env, 20000);
 	tap_ok(app_alive() && ops_log_has(&env.o, mark, "waits for its rings"),
 		"moved: the app waits for the rings, which DPDK can no longer find");
 	for (q = 0; rc == 0 && q < VFE_VSOCK_NQ; q++) {
@@ -254,6 +258,7 @@ case_ring_outgrows_memory(void)
 	static const struct vfe_vsock_conf small = { .mem = { .size = 8u << 16, .nregions = 8 } };
 	struct dp_env *e = &env.o.dp;
 	struct vfe_vsock v;
+	unsigned int i;
 	long mark;
 	int rc;
 
@@ -268,7 +273,8 @@ case_ring_outgrows_memory(void)
 		rc = vfe_set_mem_table(&v.conn, &v.mem);
 	if (rc == 0)
 		rc = vfe_conn_sync(&v.conn);
-	md_sleep_us(20000);
+	for (i = 0; i < LOG_WAIT_STEPS && !ops_log_has(&env.o, mark, "outside guest memory"); i++)
+		md_sleep_us(20000);
 	tap_ok(app_alive(), "outgrown ring: the app is alive after SET_VRING_NUM 32768 and "
 		"SET_MEM_TABLE (rc %d)", rc);
 	tap_ok(ops_log_has(&env.o, mark, "outside guest memory"),

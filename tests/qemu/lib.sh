@@ -164,13 +164,22 @@ host_has() {	# NAME KIND: whether host program NAME printed a line of that kind
 }
 
 # wait_for PID TENTHS CMD...: run CMD every 0.1 s until it succeeds, at most
-# TENTHS more times and while process PID lives; the status is CMD's last.
+# TENTHS more times and while process PID lives; the status is CMD's last. Giving
+# up prints a TAP diagnostic naming what it waited for.
 wait_for() {
 	wpid=$1
+	wtenths=$2
 	wleft=$2
 	shift 2
 	until "$@"; do
-		[ "$wleft" -le 0 ] || ! alive "$wpid" && return 1
+		if [ "$wleft" -le 0 ] || ! alive "$wpid"; then
+			if alive "$wpid"; then
+				echo "# gave up after $((wtenths / 10)) s waiting for: $*"
+			else
+				echo "# gave up waiting for: $* (pid $wpid ended)"
+			fi
+			return 1
+		fi
 		sleep 0.1
 		wleft=$((wleft - 1))
 	done

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -746,6 +747,77 @@ static void test_pool_empty(void)
 	rte_mempool_free(small);
 }
 
+/*
+ * hostile_host's case: more silent host clients than the table holds, connecting over many
+ * rounds so that the timer list holds many deadlines. Each connection's line timeout closes it
+ * at its own deadline, not one round earlier, and every one of them by the last deadline.
+ */
+#define SILENT 1100
+#define SILENT_BATCH 100
+#define SILENT_BATCHES ((SILENT + SILENT_BATCH - 1) / SILENT_BATCH)
+
+static unsigned int silent_open(const int *fds)
+{
+	unsigned int i, n = 0;
+	char c;
+
+	for (i = 0; i < SILENT; i++)
+		n += fds[i] >= 0 && recv(fds[i], &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
+	return n;
+}
+
+static void test_many_silent(void)
+{
+	static int fds[SILENT];
+	const uint64_t step = rte_get_tsc_hz() / 100, t0 = now();
+	const unsigned int max = CONN_MAX_DEFAULT;
+	struct conn_table *t = table(max, BUF_ALLOC, pool);
+	const struct conn_stats *st = t ? conn_table_stats(t) : NULL;
+	uint64_t timeout_tsc = rte_get_tsc_hz() * CONN_TIMEOUT_MS_DEFAULT / 1000;
+	unsigned int b, i, opened = 0, wrong = 0;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 && rl.rlim_max >= 4096) {
+		rl.rlim_cur = 4096;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (!tap_ok(t != NULL, "table of %u connections", CONN_MAX_DEFAULT))
+		return;
+	/* Batch b connects, then the table accepts it at t0 + b steps: b's deadlines. */
+	for (b = 0; b < SILENT_BATCHES; b++) {
+		for (i = b * SILENT_BATCH; i < SILENT && i < (b + 1) * SILENT_BATCH; i++) {
+			fds[i] = host_connect();
+			opened += fds[i] >= 0;
+		}
+		for (i = 0; i < 4; i++)
+			conn_poll_host(t, t0 + b * step, 256);
+	}
+	tap_ok(opened == SILENT && conn_count(t) == CONN_MAX_DEFAULT &&
+	       st->table_full == SILENT - CONN_MAX_DEFAULT &&
+	       silent_open(fds) == CONN_MAX_DEFAULT, "%u silent clients: the table holds %u, "
+	       "the %u beyond it counted and closed", SILENT, CONN_MAX_DEFAULT,
+	       SILENT - CONN_MAX_DEFAULT);
+	/* Just before and at each batch's deadline: only the batches due are gone. */
+	for (b = 0; b < SILENT_BATCHES; b++) {
+		unsigned int due = RTE_MIN((b + 1) * SILENT_BATCH, max);
+		unsigned int before = max - RTE_MIN(b * SILENT_BATCH, max);
+
+		conn_poll_host(t, t0 + b * step + timeout_tsc - 1, 256);
+		wrong += conn_count(t) != before || silent_open(fds) != before;
+		conn_poll_host(t, t0 + b * step + timeout_tsc, 256);
+		wrong += conn_count(t) != CONN_MAX_DEFAULT - due ||
+			 silent_open(fds) != CONN_MAX_DEFAULT - due;
+	}
+	tap_ok(wrong == 0 && conn_count(t) == 0 && silent_open(fds) == 0 &&
+	       st->proto_err[CONN_ERR_CONNECT_LINE] == CONN_MAX_DEFAULT,
+	       "each silent connection closed at its own line timeout, none earlier, all by "
+	       "the last (%u wrong of %u checks)", wrong, 2 * SILENT_BATCHES);
+	for (i = 0; i < SILENT; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	conn_table_destroy(t);
+}
+
 int main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "-l", "0",
@@ -786,6 +858,7 @@ int main(int argc, char **argv)
 	}
 	test_small_table();
 	test_pool_empty();
+	test_many_silent();
 	close(listen_fd);
 	{
 		char cmd[96];
