@@ -10,7 +10,7 @@
  * follows VFE_RING: suite hostile puts a split VM next to the packed one on the same lcore).
  * First one valid REQUEST to a port nobody listens on proves the ring is served (exact RST).
  * Then the case's descriptors are made available, and the app must do exactly what
- * lib/vsock_pmd/virtq_packed.c says:
+ * lib/vsock_pmd/virtq/virtq_packed.c says:
  *   - a bad chain stops that one queue: one log line naming VM 3 and the reason, telemetry's
  *     ring_broken flag and the errors.ring_<reason> counter; the app writes nothing into the
  *     ring (the bad chain is not completed) nor into guest memory no descriptor names;

@@ -3,17 +3,13 @@
 #include <errno.h>
 
 #include <rte_lcore.h>
-#include <rte_log.h>
 
 #include <vsock_pmd.h>
 
 #include "device.h"
-#include "log.h"
 #include "native_proc.h"
 #include "stats.h"
 #include "worker.h"
-
-RTE_LOG_REGISTER(vsock_logtype, vsock, INFO);
 
 static bool started;
 

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The rule of lib/vsock_pmd/README.md, read from the tree: which room may include which.
+
+The compiler enforces it too (each room builds on the include paths of the rooms it may
+use); this test names the file and the include that break it, checks that every engine
+file sits in a room and that no header name is in two rooms, and, from the room
+libraries, that no room calls into a room it may not use.
+
+Usage: test_rooms.py LIB_DIR [ROOM ARCHIVE]...
+"""
+import os
+import re
+import subprocess
+import sys
+
+# Each room and the rooms it may use besides itself. Transitive: a room that may use
+# proto may use what proto's headers include.
+USES = {
+	'base': set(),
+	'virtq': {'base'},
+	'endpoint': {'base'},
+	'proto': {'base', 'endpoint'},
+	'dataplane': {'base', 'virtq', 'endpoint', 'proto'},
+	'control': {'base', 'virtq', 'endpoint', 'proto', 'dataplane'},
+}
+# The known exceptions, by header, that the protocol/endpoint seam step removes.
+EXCEPTIONS = {
+	# datapath.c and worker.c still read struct vsock_dev.
+	('dataplane', 'control/device.h'),
+}
+# The library's own assembly, beside the rooms.
+TOP_FILES = {'meson.build', 'version.c', 'version.map', 'README.md'}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+results = []
+
+
+def check(ok, what, why=()):
+	results.append((ok, what, list(why)))
+
+
+def main():
+	lib = sys.argv[1]
+	archives = dict(zip(sys.argv[2::2], sys.argv[3::2]))
+
+	rooms = {}	# room -> its files
+	stray = []
+	for name in sorted(os.listdir(lib)):
+		path = os.path.join(lib, name)
+		if os.path.isdir(path):
+			rooms[name] = sorted(f for f in os.listdir(path) if f.endswith(('.c', '.h')))
+		elif name not in TOP_FILES:
+			stray.append(name)
+	check(set(rooms) == set(USES), 'the rooms are ' + ', '.join(sorted(USES)),
+		['rooms on disk: ' + ', '.join(sorted(rooms))])
+	check(not stray, 'every engine file is in a room', stray)
+
+	home = {}	# header -> its room
+	twice = []
+	for room, files in rooms.items():
+		for f in files:
+			if f.endswith('.h'):
+				if f in home:
+					twice.append(f'{f} in {home[f]}/ and {room}/')
+				home[f] = room
+	check(not twice, 'no header name is in two rooms', twice)
+
+	for room in sorted(rooms):
+		bad = []
+		for f in rooms[room]:
+			with open(os.path.join(lib, room, f), encoding='utf-8') as src:
+				for inc in INCLUDE.findall(src.read()):
+					there = home.get(os.path.basename(inc))
+					if there is None:
+						bad.append(f'{room}/{f}: #include "{inc}" is in no room')
+					elif (there != room and there not in USES.get(room, ())
+					      and (room, f'{there}/{inc}') not in EXCEPTIONS):
+						bad.append(f'{room}/{f}: #include "{inc}" of {there}/, '
+							f'{room}/ may use '
+							+ (', '.join(sorted(USES.get(room, ()))) or 'no other room'))
+		check(not bad, f'{room}/ includes only the rooms it may use', bad)
+
+	# Who defines what, from the room libraries: a room's undefined symbol defined in
+	# another room is a call (or a reference) across rooms.
+	defined = {}
+	undefined = {}
+	for room, archive in archives.items():
+		out = subprocess.run(['nm', archive], check=True, capture_output=True,
+			text=True).stdout
+		undefined[room] = []
+		obj = archive
+		for line in out.splitlines():
+			parts = line.split()
+			if len(parts) == 1 and parts[0].endswith(':'):
+				obj = parts[0][:-1]
+			elif len(parts) == 2 and parts[0] == 'U':
+				undefined[room].append((obj, parts[1]))
+			elif len(parts) == 3 and parts[1] in 'TDBRC':
+				defined.setdefault(parts[2], room)
+	for room in sorted(archives):
+		bad = sorted({f'{obj} uses {sym} of {defined[sym]}/'
+			for obj, sym in undefined[room]
+			if sym in defined and defined[sym] != room
+			and defined[sym] not in USES.get(room, ())})
+		check(not bad, f'{room}/ calls only into the rooms it may use', bad)
+
+	print('TAP version 13')
+	print(f'1..{len(results)}')
+	for n, (ok, what, why) in enumerate(results, 1):
+		print(f'{"ok" if ok else "not ok"} {n} - {what}')
+		for line in why if not ok else ():
+			print(f'# {line}')
+	return 0 if all(ok for ok, _, _ in results) else 1
+
+
+if __name__ == '__main__':
+	sys.exit(main())
