@@ -25,9 +25,9 @@ fi
 log() { printf 'bench: %s\n' "$*" >&2; }
 
 [[ -f $BUILD/build.ninja ]] || meson setup "$BUILD" "$ROOT" >/dev/null
-ninja -C "$BUILD" app/dpdk-vsock-app/dpdk-vsock-app tests/bench/vsock-perf >/dev/null
+ninja -C "$BUILD" app/dpdk-vsock-app/dpdk-vsock-app app/vsock-perf/vsock-perf >/dev/null
 APP=$BUILD/app/dpdk-vsock-app/dpdk-vsock-app
-PERF=$BUILD/tests/bench/vsock-perf
+PERF=$BUILD/app/vsock-perf/vsock-perf
 export VSOCK_APP=$APP
 mkdir -p "$OUT"
 SYS=()

@@ -1078,11 +1078,20 @@ static int attach(const struct vfe_vsock_conf *vc, const struct vfe_guest_conf *
 	return 0;
 }
 
-static bool native_running(void)
+/*
+ * Whether the engine polls the guest: until then a host connect is refused (a VM no
+ * worker polls has no guest to answer it), so a case waits for it. In the process for the
+ * native host end, through telemetry for the app's.
+ */
+static bool vm_running(void)
 {
 	struct vsock_pmd_vm_info info;
+	char path[32];
 
-	return vsock_pmd_vm_info_get(0, &info) == 0 && info.running;
+	if (cur_host == H_NATIVE)
+		return vsock_pmd_vm_info_get(0, &info) == 0 && info.running;
+	snprintf(path, sizeof(path), "%d.running", DP_CID);
+	return ops_tel_u64(&env, "/vsock/vms", path) == 1;
 }
 
 static void run_case(struct result *r)
@@ -1112,7 +1121,7 @@ static void run_case(struct result *r)
 		return;
 	}
 	/* The engine takes the device over asynchronously; connect refuses until then. */
-	if (cur_host == H_NATIVE && !DP_WAIT(&env.dp, native_running(), MS)) {
+	if (!DP_WAIT(&env.dp, vm_running(), MS)) {
 		snprintf(r->err, sizeof(r->err), "the engine did not start polling the guest");
 		dp_detach(&env.dp);
 		return;
