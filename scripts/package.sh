@@ -41,7 +41,8 @@ for f in /usr/bin/dpdk-vsock-app /usr/bin/dpdk-vsock-replug /usr/bin/vsock-perf 
 	[[ -e $f ]] || { echo "package: $f is missing" >&2; rc=1; }
 done
 pkg-config --exists libdpdk-vsock || { echo "package: no libdpdk-vsock.pc" >&2; rc=1; }
-ldconfig -p | grep -q 'libvsock_pmd\.so\.' || { echo "package: no shared library" >&2; rc=1; }
+# grep reads it all: grep -q's early exit would fail ldconfig's write (SIGPIPE) under pipefail.
+ldconfig -p | grep 'libvsock_pmd\.so\.' >/dev/null || { echo "package: no shared library" >&2; rc=1; }
 echo "package: the attach test against the packaged /usr/bin/dpdk-vsock-app"
 VSOCK_APP=/usr/bin/dpdk-vsock-app "$test_build/tests/integration/test_attach" || rc=1
 dpkg --purge dpdk-vsock-dev dpdk-vsock >/dev/null
