@@ -262,6 +262,13 @@ struct vsock_pmd_lcore_stats {
 	unsigned int nb_vms;		/**< VMs it polls now */
 	uint64_t polls;			/**< rounds over its VMs */
 	uint64_t busy_polls;		/**< rounds that found work; the rest were empty */
+	/**
+	 * Sleeps (wait modes notify and adaptive) that ran to their timeout while a guest tx
+	 * buffer waited that no kick announced: a kick lost between the guest and us. Never
+	 * expected with a driver that follows the spec; each one delayed a packet by the
+	 * sleep's timeout.
+	 */
+	uint64_t lost_kicks;
 	/* While record-core-cycles is on: */
 	uint64_t cycles;		/**< TSC cycles of all rounds */
 	uint64_t busy_cycles;		/**< TSC cycles of busy rounds */

@@ -113,6 +113,22 @@ md_app_cpu(const struct md_env *m)
 }
 
 uint64_t
+md_lost_kicks(struct md_env *m)
+{
+	uint64_t sum = 0, v;
+	unsigned int lcore;
+	char key[32];
+
+	for (lcore = 0; lcore < 8; lcore++) {
+		snprintf(key, sizeof(key), "%u.lost_kicks", lcore);
+		v = ops_tel_u64(&m->o, "/vsock/lcores", key);
+		if (v != UINT64_MAX)
+			sum += v;
+	}
+	return sum;
+}
+
+uint64_t
 md_worker_rq_wait(const struct md_env *m)
 {
 	unsigned long long run, wait;

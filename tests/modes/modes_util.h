@@ -71,6 +71,9 @@ double md_app_cpu(const struct md_env *m);
  */
 uint64_t md_worker_rq_wait(const struct md_env *m);
 
+/** The app's lost_kicks, summed over its worker lcores (/vsock/lcores); 0 before any. */
+uint64_t md_lost_kicks(struct md_env *m);
+
 /** Share of one core the app used over @p ms while the test slept. */
 double md_idle_cpu(struct md_env *m, unsigned int ms);
 

@@ -3,7 +3,10 @@
  * --wait-mode adaptive: an idle worker lcore ends up asleep (the app's CPU time stays far
  * below a core), the first traffic after a sleep arrives intact both ways, and over many
  * idle-to-busy transitions, timed at random around the moment the worker arms the guest's
- * kicks and goes to sleep, no packet waits for the sleep's timeout: no kick is lost.
+ * kicks and goes to sleep, no kick is lost: the worker never sleeps to its timeout over a
+ * tx buffer that no kick announced (its lost_kicks counter). Latencies are printed, not
+ * asserted: on a loaded machine a transfer may take longer than the sleep's timeout with
+ * every kick delivered.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,32 +20,22 @@
 #define MAX_IDLE_CPU 0.2
 #define WAIT_MS 3000
 #define TRANSITIONS 400
-/*
- * A sleeping worker wakes at least every 10 ms (worker.c): a packet whose kick was lost
- * waits for that, which no transition here otherwise comes near...
- */
+/* A sleeping worker wakes at least every 10 ms (worker.c): slower transfers are shown. */
 #define SLOW_NS 5000000
-/*
- * ... unless the scheduler held the test or the worker back (2 CPUs shared with other
- * jobs): a slow transition counts as a lost kick only if neither waited this long.
- */
-#define NOISE_NS 1000000
 #define BIG 65536u
 #define RACES 100
 
 static struct md_env env;
 
-/* The last transfer was slow and the scheduler does not explain it. */
-static bool
-unexplained(int64_t ns, uint64_t rq_before, const char *what, unsigned int i)
+/* A slow transfer, and what the scheduler did meanwhile: a figure, not a verdict. */
+static void
+slow_diag(int64_t ns, uint64_t rq_before, const char *what, unsigned int i)
 {
 	uint64_t rq = md_worker_rq_wait(&env) - rq_before;
 
-	if (ns < SLOW_NS)
-		return false;
-	tap_diag("%s %u took %.0f us; the test's loop stalled %.0f us, the worker waited %.0f us "
-		"for a CPU", what, i, ns / 1e3, env.max_gap_ns / 1e3, rq / 1e3);
-	return env.max_gap_ns < NOISE_NS && rq < NOISE_NS;
+	if (ns >= SLOW_NS)
+		tap_diag("%s %u took %.0f us; the test's loop stalled %.0f us, the worker waited "
+			"%.0f us for a CPU", what, i, ns / 1e3, env.max_gap_ns / 1e3, rq / 1e3);
 }
 
 static void
@@ -91,9 +84,9 @@ case_after_idle(void)
 static void
 case_rearm_race(void)
 {
-	unsigned int i, slow = 0, lost = 0, done = 0;
+	uint64_t rq, lost = md_lost_kicks(&env);
+	unsigned int i, slow = 0, done = 0;
 	int64_t ns, max = 0;
-	uint64_t rq;
 
 	for (i = 0; i < RACES; i++) {
 		rq = md_worker_rq_wait(&env);
@@ -102,15 +95,16 @@ case_rearm_race(void)
 			break;
 		done++;
 		slow += ns >= SLOW_NS;
-		lost += unexplained(ns, rq, "race", i);
+		slow_diag(ns, rq, "race", i);
 		max = ns > max ? ns : max;
 	}
+	lost = md_lost_kicks(&env) - lost;
 	if (!tap_ok(done == RACES, "%u packets published as the worker re-armed the kick "
 		"arrive intact", done))
 		tap_diag("race %u: %s", done, env.why);
-	tap_ok(lost == 0, "no lost kick at the re-arm: %u of %u took %u ms or more without "
-		"the scheduler to blame (%u slow in all, max %.0f us)", lost, done,
-		SLOW_NS / 1000000, slow, max / 1e3);
+	tap_ok(lost == 0, "no lost kick at the re-arm: the worker slept to its timeout over %llu "
+		"tx buffers no kick announced (%u of %u took %u ms or more, max %.0f us)",
+		(unsigned long long)lost, slow, done, SLOW_NS / 1000000, max / 1e3);
 }
 
 /* The app refuses @p opt / @p val (with --vm) and names the problem with @p word. */
@@ -165,8 +159,8 @@ static void
 case_transitions(void)
 {
 	static int64_t lat[TRANSITIONS];
-	uint64_t kicks0 = env.o.dp.g.kicks, app_kicks, bytes = 0, rq;
-	unsigned int i, slow = 0, done = 0, lost = 0;
+	uint64_t kicks0 = env.o.dp.g.kicks, app_kicks, bytes = 0, rq, lost = md_lost_kicks(&env);
+	unsigned int i, slow = 0, done = 0;
 	int64_t ns = 0;
 
 	srand(42);
@@ -185,9 +179,10 @@ case_transitions(void)
 		lat[done++] = ns;
 		bytes += len;
 		slow += ns >= SLOW_NS;
-		lost += unexplained(ns, rq, way == MD_A_G2H ? "guest -> host transition" :
+		slow_diag(ns, rq, way == MD_A_G2H ? "guest -> host transition" :
 			"host -> guest transition", i);
 	}
+	lost = md_lost_kicks(&env) - lost;
 	if (!tap_ok(done == TRANSITIONS, "%u idle -> busy transitions, %llu bytes both ways, "
 		"all intact", done, (unsigned long long)bytes))
 		tap_diag("transition %u: %s", done, env.why);
@@ -195,8 +190,10 @@ case_transitions(void)
 	if (done > 0)
 		tap_diag("one-way latency after idle: median %.0f us, 99th %.0f us, max %.0f us",
 			lat[done / 2] / 1e3, lat[done * 99 / 100] / 1e3, lat[done - 1] / 1e3);
-	tap_ok(lost == 0, "no lost wakeup: %u of %u transitions took %u ms or more without the "
-		"scheduler to blame (%u slow in all)", lost, done, SLOW_NS / 1000000, slow);
+	/* The host side's wakeups are the epoll set's readiness, which cannot be lost. */
+	tap_ok(lost == 0, "no lost wakeup: the worker slept to its timeout over %llu tx buffers "
+		"no kick announced (%u of %u transitions took %u ms or more)",
+		(unsigned long long)lost, slow, done, SLOW_NS / 1000000);
 	tap_ok(env.o.dp.g.kicks - kicks0 >= TRANSITIONS / 16, "the worker did sleep: it asked "
 		"the guest for %llu kicks", (unsigned long long)(env.o.dp.g.kicks - kicks0));
 	app_kicks = ops_tel_u64(&env.o, "/vsock/stats,3", "tx.kicks");

@@ -22,7 +22,7 @@ struct vsock_dev;
 #define VSOCK_QUEUE_COUNTERS(X) \
 	X(packets) X(bursts) X(used_idx_flushes) X(interrupts) X(kicks) X(ring_errors)
 #define VSOCK_LCORE_COUNTERS(X) \
-	X(polls) X(busy_polls) X(cycles) X(busy_cycles) X(cycles_pkts)
+	X(polls) X(busy_polls) X(lost_kicks) X(cycles) X(busy_cycles) X(cycles_pkts)
 
 /** A device is being created: nothing recorded yet. */
 void vsock_stats_dev_init(struct vsock_dev *dev);

@@ -10,6 +10,7 @@
  * again. That is what makes freeing the memory table safe afterwards.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdbool.h>
@@ -30,6 +31,7 @@
 #include "device.h"
 #include "ep_ring.h"
 #include "log.h"
+#include "virtq.h"
 #include "worker.h"
 
 /* Devices one lcore can poll; VSOCK_PMD_MAX_VMS keeps every placement possible. */
@@ -218,6 +220,31 @@ static unsigned int poll_round_timed(struct worker *w)
 }
 
 /*
+ * A sleep ran to its timeout: a tx buffer the guest made available meanwhile must have come
+ * with a kick, since vsock_dev_kicks_arm() asked for one before its last look at the ring.
+ * A buffer without one is a lost kick (a packet that waited the whole timeout); a kick
+ * that came as the wait timed out is taken and counted as the wait would have.
+ */
+static void worker_sleep_timed_out(struct worker *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->nb_devs; i++) {
+		struct vsock_dev *dev = w->devs[i];
+		struct pollfd kick = { .fd = dev->kick_fd[VSOCK_VQ_TX], .events = POLLIN };
+		uint64_t v;
+
+		if (!vq_avail_pending(&dev->vq[VSOCK_VQ_TX]))
+			continue;
+		/* The eventfd may block (it is QEMU's): read it only once it is readable. */
+		if (poll(&kick, 1, 0) == 1 && read(kick.fd, &v, sizeof(v)) == sizeof(v))
+			__atomic_fetch_add(&dev->history.kicks[VSOCK_VQ_TX], v, __ATOMIC_RELAXED);
+		else
+			w->stats.lost_kicks++;
+	}
+}
+
+/*
  * Notify mode, after a round without work: ask every guest for kicks, and sleep unless work
  * arrived meanwhile. The kicks we read are counted as the statistics would have (this
  * worker is then the eventfds' only reader; device.c gives the statistics none).
@@ -245,6 +272,8 @@ static void worker_sleep(struct worker *w)
 	if (!ready && __atomic_load_n(&w->req_seq, __ATOMIC_ACQUIRE) == w->seen_seq &&
 	    !__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
 		n = epoll_wait(w->epfd, ev, WAIT_EVENTS, WAIT_TIMEOUT_MS);
+		if (n == 0)
+			worker_sleep_timed_out(w);
 		for (i = 0; n > 0 && i < (unsigned int)n; i++) {
 			uint64_t data = ev[i].data.u64;
 			struct vsock_dev *dev = (void *)(uintptr_t)(data & ~(uint64_t)WAIT_TAGS);
@@ -416,6 +445,7 @@ void worker_stats_read(struct worker *w, struct worker_stats *st, unsigned int *
 {
 	st->polls = load_u64(&w->stats.polls);
 	st->busy_polls = load_u64(&w->stats.busy_polls);
+	st->lost_kicks = load_u64(&w->stats.lost_kicks);
 	st->cycles = load_u64(&w->stats.cycles);
 	st->busy_cycles = load_u64(&w->stats.busy_cycles);
 	st->cycles_pkts = load_u64(&w->stats.cycles_pkts);
