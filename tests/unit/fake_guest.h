@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "virtq_split.h"
+#include "virtq_common.h"
 
 /*
  * Guest-physical addresses unlike any host one, so that a missed

@@ -39,7 +39,7 @@ static struct drv *drv_new(uint16_t size, uint16_t start, uint64_t features)
 	d->used->idx = htole16(start);
 	d->avail_idx = start;
 	d->next_gpa = R0_GPA;
-	if (virtq_init(&d->vq, &mem, d->desc, d->avail, d->used, size, start, start,
+	if (virtq_split_init(&d->vq, &mem, d->desc, d->avail, d->used, size, start, start,
 			features) != 0)
 		abort();
 	return d;
@@ -88,24 +88,27 @@ static void test_init(void)
 	struct vring_avail *a = (struct vring_avail *)avail;
 	struct vring_used *u = (struct vring_used *)used;
 
-	tap_ok(virtq_init(vq, &mem, desc, a, u, 0, 0, 0, 0) == -EINVAL, "init: size 0 refused");
-	tap_ok(virtq_init(vq, &mem, desc, a, u, 3, 0, 0, 0) == -EINVAL, "init: size 3 refused");
-	tap_ok(virtq_init(vq, &mem, desc, a, u, 100, 0, 0, 0) == -EINVAL,
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, 0, 0, 0, 0) == -EINVAL,
+			"init: size 0 refused");
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, 3, 0, 0, 0) == -EINVAL,
+			"init: size 3 refused");
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, 100, 0, 0, 0) == -EINVAL,
 			"init: size 100 (not a power of two) refused");
-	tap_ok(virtq_init(vq, &mem, desc, a, u, 65535, 0, 0, 0) == -EINVAL,
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, 65535, 0, 0, 0) == -EINVAL,
 			"init: size 65535 refused");
-	tap_ok(virtq_init(vq, &mem, (struct vring_desc *)((uint8_t *)desc + 8), a, u, 4, 0, 0,
+	tap_ok(virtq_split_init(vq, &mem, (struct vring_desc *)((uint8_t *)desc + 8), a, u, 4, 0, 0,
 			0) == -EFAULT, "init: misaligned descriptor table refused");
-	tap_ok(virtq_init(vq, &mem, desc, (struct vring_avail *)((uint8_t *)avail + 1), u, 4,
+	tap_ok(virtq_split_init(vq, &mem, desc, (struct vring_avail *)((uint8_t *)avail + 1), u, 4,
 			0, 0, 0) == -EFAULT, "init: misaligned avail ring refused");
-	tap_ok(virtq_init(vq, &mem, desc, a, (struct vring_used *)((uint8_t *)used + 2), 4,
+	tap_ok(virtq_split_init(vq, &mem, desc, a, (struct vring_used *)((uint8_t *)used + 2), 4,
 			0, 0, 0) == -EFAULT, "init: misaligned used ring refused");
-	tap_ok(virtq_init(vq, NULL, desc, a, u, 4, 0, 0, 0) == -EFAULT, "init: no memory refused");
-	tap_ok(virtq_init(vq, &mem, desc, a, u, VIRTQ_MAX_SIZE, 7, 9,
+	tap_ok(virtq_split_init(vq, NULL, desc, a, u, 4, 0, 0, 0) == -EFAULT,
+			"init: no memory refused");
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, VIRTQ_MAX_SIZE, 7, 9,
 			F_EVENT_IDX | F_INDIRECT) == 0 && vq->shadow_cap == VIRTQ_SHADOW_MAX &&
 			vq->last_avail_idx == 7 && vq->last_used_idx == 9 && vq->event_idx &&
 			vq->indirect && !vq->broken, "init: size 32768, indices and features kept");
-	tap_ok(virtq_init(vq, &mem, desc, a, u, 4, 0, 0, F_EVENT_IDX) == 0 &&
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, 4, 0, 0, F_EVENT_IDX) == 0 &&
 			vq->shadow_cap == 4 && !vq->indirect,
 			"init: shadow capacity is the ring size");
 	free(vq);
@@ -127,7 +130,7 @@ static void test_basic(void)
 	post(d, 0);
 	post(d, 5);
 
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 2, "basic: two chains dequeued");
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 8) == 2, "basic: two chains dequeued");
 	tap_ok(c[0].head == 0 && c[0].nr_readable == 2 && c[0].nr_pieces == 2 &&
 			c[0].readable_len == 144 && c[0].writable_len == 0,
 			"basic: tx chain has two readable pieces, 144 bytes");
@@ -153,27 +156,27 @@ static void test_basic(void)
 	tap_ok(virtq_chain_write(&c[1], 4090, out, 50) == 6, "basic: chain_write stops at the end");
 	tap_ok(virtq_chain_read(&c[1], 0, buf, 1) == 0, "basic: no readable part to read");
 
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 0 && d->vq.last_avail_idx == 2,
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 8) == 0 && d->vq.last_avail_idx == 2,
 			"basic: nothing more to dequeue");
 
 	d->used->ring[2].id = htole32(0xdeadbeef);
-	virtq_complete(&d->vq, 5, 150);
-	virtq_complete(&d->vq, 0, 0);
+	virtq_split_complete(&d->vq, 5, 150);
+	virtq_split_complete(&d->vq, 0, 0);
 	tap_ok(used_idx(d) == 0 && d->vq.stats.used_idx_stores == 0,
 			"shadow: completions invisible before the flush");
-	virtq_flush(&d->vq);
+	virtq_split_flush(&d->vq);
 	tap_ok(used_idx(d) == 2 && d->vq.stats.used_idx_stores == 1 && d->vq.last_used_idx == 2,
 			"shadow: one used->idx store publishes both");
 	tap_ok(le32toh(d->used->ring[0].id) == 5 && le32toh(d->used->ring[0].len) == 150 &&
 			le32toh(d->used->ring[1].id) == 0 && le32toh(d->used->ring[1].len) == 0,
 			"shadow: used entries carry head and length in order");
 	tap_ok(le32toh(d->used->ring[2].id) == 0xdeadbeef, "shadow: the next slot untouched");
-	virtq_flush(&d->vq);
+	virtq_split_flush(&d->vq);
 	tap_ok(d->vq.stats.used_idx_stores == 1, "shadow: empty flush stores nothing");
 	tap_ok(d->vq.stats.dequeued == 2 && d->vq.stats.completed == 2,
 			"counters: dequeued and completed");
 
-	virtq_complete(&d->vq, 8, 1);
+	virtq_split_complete(&d->vq, 8, 1);
 	tap_ok(d->vq.shadow_count == 0 && d->vq.stats.errors[VIRTQ_ERR_USED_ID] == 1 &&
 			!d->vq.broken, "complete: head >= size dropped and counted");
 	drv_free(d);
@@ -194,15 +197,15 @@ static void test_wrap(void)
 		post(d, i);
 	}
 	tap_ok(le16toh(d->avail->idx) == 3, "wrap: avail->idx wrapped to 3");
-	n = virtq_dequeue_burst(&d->vq, c, 8);
+	n = virtq_split_dequeue_burst(&d->vq, c, 8);
 	for (i = 0; i < n; i++)
 		ok &= c[i].head == i && c[i].readable_len == 16;
 	tap_ok(n == 6 && ok && d->vq.last_avail_idx == 3,
 			"wrap: six chains across the 16-bit wrap, in order");
 	for (i = 0; i < 6; i++)
-		virtq_complete(&d->vq, c[i].head, 10u * i + 1);
+		virtq_split_complete(&d->vq, c[i].head, 10u * i + 1);
 	tap_ok(used_idx(d) == 65533, "wrap: used->idx untouched before the flush");
-	virtq_flush(&d->vq);
+	virtq_split_flush(&d->vq);
 	tap_ok(used_idx(d) == 3 && d->vq.stats.used_idx_stores == 1,
 			"wrap: one store moves used->idx 65533 -> 3");
 	/* Slots 5, 6, 7 then 0, 1, 2: the copy is split at the ring's end. */
@@ -224,21 +227,21 @@ static void test_shadow_full(void)
 	uint16_t i;
 
 	for (i = 0; i < 7; i++)
-		virtq_complete(&d->vq, i, i);
+		virtq_split_complete(&d->vq, i, i);
 	tap_ok(used_idx(d) == 100 && d->vq.stats.used_idx_stores == 0,
 			"shadow: 7 of 8 entries stay in the shadow");
-	virtq_complete(&d->vq, 7, 7);
+	virtq_split_complete(&d->vq, 7, 7);
 	tap_ok(used_idx(d) == 108 && d->vq.stats.used_idx_stores == 1 && d->vq.shadow_count == 0,
 			"shadow: the 8th entry (ring size) forces one flush");
 	tap_ok(le32toh(d->used->ring[(100 + 7) & 7].id) == 7, "shadow: last entry in its slot");
 
-	virtq_complete(&d->vq, 1, 1);
-	virtq_complete(&d->vq, 2, 2);
-	virtq_set_per_entry_publish(&d->vq, true);
+	virtq_split_complete(&d->vq, 1, 1);
+	virtq_split_complete(&d->vq, 2, 2);
+	virtq_split_set_per_entry_publish(&d->vq, true);
 	tap_ok(used_idx(d) == 110 && d->vq.stats.used_idx_stores == 2,
 			"per-entry: switching on flushes what was pending");
 	for (i = 0; i < 3; i++) {
-		virtq_complete(&d->vq, i, 0);
+		virtq_split_complete(&d->vq, i, 0);
 		if (used_idx(d) != 111 + i)
 			break;
 	}
@@ -258,28 +261,28 @@ static void test_burst_and_unget(void)
 		set_desc(d->desc, i, gbuf(&d->next_gpa, 8, i), 8, 0, 0);
 		post(d, i);
 	}
-	n = virtq_dequeue_burst(&d->vq, c, 2);
+	n = virtq_split_dequeue_burst(&d->vq, c, 2);
 	tap_ok(n == 2 && c[0].head == 0 && c[1].head == 1, "burst: max 2 honoured");
-	n = virtq_dequeue_burst(&d->vq, c, 64);
+	n = virtq_split_dequeue_burst(&d->vq, c, 64);
 	for (i = 0; i < n; i++)
 		ok &= c[i].head == i + 2;
 	tap_ok(n == 38 && ok, "burst: 38 more in one call (more than one prefetch batch)");
 
-	tap_ok(virtq_unget(&d->vq, 3) == 3 && d->vq.last_avail_idx == (uint16_t)(65500 + 37),
+	tap_ok(virtq_split_unget(&d->vq, 3) == 3 && d->vq.last_avail_idx == (uint16_t)(65500 + 37),
 			"unget: three chains given back");
-	n = virtq_dequeue_burst(&d->vq, c, 64);
+	n = virtq_split_dequeue_burst(&d->vq, c, 64);
 	tap_ok(n == 3 && c[0].head == 37 && c[1].head == 38 && c[2].head == 39,
 			"unget: the same chains come again, in order");
-	tap_ok(virtq_unget(&d->vq, 10) == 3, "unget: clamped to the last dequeue");
-	tap_ok(virtq_unget(&d->vq, 1) == 0, "unget: nothing left to give back");
+	tap_ok(virtq_split_unget(&d->vq, 10) == 3, "unget: clamped to the last dequeue");
+	tap_ok(virtq_split_unget(&d->vq, 1) == 0, "unget: nothing left to give back");
 	tap_ok(d->vq.stats.ungot == 6 && d->vq.stats.dequeued == 43, "unget: counters");
 
 	/* A burst that ends at once (here: the queue broke) resets what unget may take. */
-	n = virtq_dequeue_burst(&d->vq, c, 64);
+	n = virtq_split_dequeue_burst(&d->vq, c, 64);
 	d->avail_idx += 100;
 	__atomic_store_n(&d->avail->idx, htole16(d->avail_idx), __ATOMIC_RELEASE);
-	tap_ok(n == 3 && virtq_dequeue_burst(&d->vq, c, 64) == 0 && d->vq.broken &&
-			virtq_unget(&d->vq, 1) == 0,
+	tap_ok(n == 3 && virtq_split_dequeue_burst(&d->vq, c, 64) == 0 && d->vq.broken &&
+			virtq_split_unget(&d->vq, 1) == 0,
 			"unget: nothing from a burst before an empty one");
 	free(c);
 	drv_free(d);
@@ -303,7 +306,7 @@ static void test_indirect(void)
 	/* WRITE on the indirect descriptor itself must be ignored (spec). */
 	set_desc(d->desc, 4, tgpa, sizeof(t), INDIR | WRITE, 0);
 	post(d, 4);
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].head == 4 &&
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 1 && c[0].head == 4 &&
 			c[0].nr_readable == 2 && c[0].nr_pieces == 3 &&
 			c[0].readable_len == 64 && c[0].writable_len == 64,
 			"indirect: table walked, 2 readable + 1 writable");
@@ -316,7 +319,7 @@ static void test_indirect(void)
 	set_desc(d->desc, 1, hdr, 44, NEXT, 2);
 	set_desc(d->desc, 2, tgpa, 16, INDIR, 0);
 	post(d, 1);
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].nr_readable == 1 &&
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 1 && c[0].nr_readable == 1 &&
 			c[0].nr_pieces == 2 && c[0].readable_len == 44 && c[0].writable_len == 64,
 			"indirect: direct descriptor chained to a table");
 
@@ -336,7 +339,7 @@ static void test_indirect(void)
 		memcpy(p[1].addr, flat + p[0].len, p[1].len);
 		set_desc(d->desc, 0, sgpa, sizeof(t), INDIR, 0);
 		post(d, 0);
-		tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].readable_len == 30 &&
+		tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 1 && c[0].readable_len == 30 &&
 				c[0].writable_len == 30 && c[0].nr_pieces == 3 &&
 				c[0].pieces[1].addr == hva(pay),
 				"indirect: table split across two regions walked");
@@ -353,7 +356,7 @@ static void test_indirect(void)
 			b[i] = (uint8_t)(0x40 + 10 + i);
 		set_desc(d->desc, 6, R1_GPA - 10, 30, 0, 0);
 		post(d, 6);
-		tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].nr_pieces == 2 &&
+		tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 1 && c[0].nr_pieces == 2 &&
 				c[0].pieces[0].len == 10 && c[0].pieces[1].len == 20 &&
 				virtq_chain_read(&c[0], 0, buf, 30) == 30 &&
 				check_bytes(buf, 30, 0x40),
@@ -372,10 +375,10 @@ static void expect_broken(uint64_t features, void (*fn)(struct drv *), enum virt
 	uint16_t n;
 
 	fn(d);
-	n = virtq_dequeue_burst(&d->vq, c, 4);
+	n = virtq_split_dequeue_burst(&d->vq, c, 4);
 	tap_ok(n == 0 && d->vq.broken && d->vq.broken_reason == err &&
 			d->vq.stats.errors[err] == 1 && d->vq.last_avail_idx == 0 &&
-			virtq_dequeue_burst(&d->vq, c, 4) == 0,
+			virtq_split_dequeue_burst(&d->vq, c, 4) == 0,
 			"broken: %s -> %s (got %s, n=%u)", what, virtq_err_str(err),
 			virtq_err_str(d->vq.broken_reason), n);
 	drv_free(d);
@@ -690,7 +693,7 @@ static void test_zero_len(void)
 	post(d, 10);
 	post(d, 12);
 
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 6 && !d->vq.broken,
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 8) == 6 && !d->vq.broken,
 			"zero-len: six chains dequeued, queue not broken");
 	tap_ok(c[0].head == 0 && c[0].nr_readable == 2 && c[0].nr_pieces == 2 &&
 			c[0].readable_len == 144 && c[0].pieces[0].addr == hva(hdr) &&
@@ -719,8 +722,8 @@ static void test_zero_len(void)
 			virtq_chain_read(&c[5], 0, buf, 44) == 44 && check_bytes(buf, 44, 0x30),
 			"zero-len: the chain behind it is served");
 	for (i = 0; i < 6; i++)
-		virtq_complete(&d->vq, c[i].head, 0);
-	virtq_flush(&d->vq);
+		virtq_split_complete(&d->vq, c[i].head, 0);
+	virtq_split_flush(&d->vq);
 	tap_ok(used_idx(d) == 6 && le32toh(d->used->ring[4].id) == 10 &&
 			le32toh(d->used->ring[4].len) == 0,
 			"zero-len: the empty chain's head goes back in the used ring with len 0");
@@ -735,7 +738,7 @@ static void test_zero_len(void)
 	set_desc(d->desc, 2, sent, 0, WRITE, 0);
 	post(d, 13);
 	post(d, 2);
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 2 && !d->vq.broken && c[0].head == 13 &&
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 8) == 2 && !d->vq.broken && c[0].head == 13 &&
 			c[0].nr_readable == 0 && c[0].nr_pieces == 2 && c[0].writable_len == 96 &&
 			c[0].pieces[0].addr == hva(rx1) && c[0].pieces[1].addr == hva(rx2),
 			"zero-len rx: room is 64 + 32, empty descriptors add none");
@@ -761,7 +764,7 @@ static void test_big_ok(void)
 
 	set_desc(d->desc, 0, BIG_GPA, UINT32_MAX, 0, 0);
 	post(d, 0);
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 1) == 1 && c[0].readable_len == UINT32_MAX &&
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 1) == 1 && c[0].readable_len == UINT32_MAX &&
 			c[0].pieces[0].addr == big, "4 GiB - 1 buffer inside memory accepted");
 	drv_free(d);
 }
@@ -777,14 +780,14 @@ static void test_partial_burst(void)
 	post(d, 1);
 	post(d, 9);
 	post(d, 0);
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 2 && c[0].head == 0 && c[1].head == 1 &&
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 2 && c[0].head == 0 && c[1].head == 1 &&
 			d->vq.broken && d->vq.broken_reason == VIRTQ_ERR_HEAD &&
 			d->vq.last_avail_idx == 2,
 			"partial: the two good chains before a bad head are returned");
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 0, "partial: then nothing");
-	virtq_complete(&d->vq, 0, 0);
-	virtq_complete(&d->vq, 1, 0);
-	virtq_flush(&d->vq);
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 0, "partial: then nothing");
+	virtq_split_complete(&d->vq, 0, 0);
+	virtq_split_complete(&d->vq, 1, 0);
+	virtq_split_flush(&d->vq);
 	tap_ok(used_idx(d) == 2, "partial: the good chains can still be completed");
 	drv_free(d);
 }
@@ -794,8 +797,8 @@ static void publish(struct drv *d, unsigned int n)
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		virtq_complete(&d->vq, 0, 0);
-	virtq_flush(&d->vq);
+		virtq_split_complete(&d->vq, 0, 0);
+	virtq_split_flush(&d->vq);
 }
 
 static void test_event_idx(void)
@@ -804,43 +807,44 @@ static void test_event_idx(void)
 	unsigned int i;
 
 	publish(d, 1);
-	tap_ok(virtq_should_notify(&d->vq), "event_idx: first decision notifies");
-	tap_ok(!virtq_should_notify(&d->vq), "event_idx: nothing new, no notify");
+	tap_ok(virtq_split_should_notify(&d->vq), "event_idx: first decision notifies");
+	tap_ok(!virtq_split_should_notify(&d->vq), "event_idx: nothing new, no notify");
 	set_used_event(d, 1);
 	publish(d, 2);
-	tap_ok(virtq_should_notify(&d->vq), "event_idx: 1 -> 3 passes used_event 1");
+	tap_ok(virtq_split_should_notify(&d->vq), "event_idx: 1 -> 3 passes used_event 1");
 	set_used_event(d, 10);
 	publish(d, 2);
-	tap_ok(!virtq_should_notify(&d->vq), "event_idx: 3 -> 5 does not reach used_event 10");
+	tap_ok(!virtq_split_should_notify(&d->vq),
+			"event_idx: 3 -> 5 does not reach used_event 10");
 	publish(d, 6);
-	tap_ok(virtq_should_notify(&d->vq), "event_idx: 5 -> 11 passes used_event 10");
+	tap_ok(virtq_split_should_notify(&d->vq), "event_idx: 5 -> 11 passes used_event 10");
 	tap_ok(d->vq.stats.notify_yes == 3 && d->vq.stats.notify_no == 2,
 			"event_idx: decisions counted");
 	drv_free(d);
 
 	d = drv_new(8, 65530, F_EVENT_IDX);
 	publish(d, 1);
-	virtq_should_notify(&d->vq);
+	virtq_split_should_notify(&d->vq);
 	set_used_event(d, 65535);
 	publish(d, 4);
-	tap_ok(!virtq_should_notify(&d->vq), "event_idx wrap: 65531 -> 65535 not past 65535");
+	tap_ok(!virtq_split_should_notify(&d->vq), "event_idx wrap: 65531 -> 65535 not past 65535");
 	publish(d, 2);
-	tap_ok(virtq_should_notify(&d->vq), "event_idx wrap: 65535 -> 1 passes 65535");
+	tap_ok(virtq_split_should_notify(&d->vq), "event_idx wrap: 65535 -> 1 passes 65535");
 	set_used_event(d, 3);
 	publish(d, 1);
-	tap_ok(!virtq_should_notify(&d->vq), "event_idx wrap: 1 -> 2 not past 3");
+	tap_ok(!virtq_split_should_notify(&d->vq), "event_idx wrap: 1 -> 2 not past 3");
 	drv_free(d);
 
 	/* 65536 entries published with no decision in between: the guard must fire. */
 	d = drv_new(1024, 100, F_EVENT_IDX);
 	publish(d, 1);
-	virtq_should_notify(&d->vq);
+	virtq_split_should_notify(&d->vq);
 	set_used_event(d, 101 + 30000);
 	for (i = 0; i < 64; i++)
 		publish(d, 1024);
 	tap_ok(d->vq.last_used_idx == 101 && !d->vq.signalled_used_valid,
 			"event_idx guard: a full 16-bit lap invalidates signalled_used");
-	tap_ok(virtq_should_notify(&d->vq), "event_idx guard: then the guest is notified");
+	tap_ok(virtq_split_should_notify(&d->vq), "event_idx guard: then the guest is notified");
 	drv_free(d);
 }
 
@@ -851,13 +855,13 @@ static void test_no_event_idx(void)
 
 	d->avail->flags = htole16(VRING_AVAIL_F_NO_INTERRUPT);
 	publish(d, 1);
-	tap_ok(!virtq_should_notify(&d->vq), "flags: NO_INTERRUPT honoured");
+	tap_ok(!virtq_split_should_notify(&d->vq), "flags: NO_INTERRUPT honoured");
 	d->avail->flags = 0;
-	tap_ok(!virtq_should_notify(&d->vq), "flags: nothing new since, no notify");
+	tap_ok(!virtq_split_should_notify(&d->vq), "flags: nothing new since, no notify");
 	publish(d, 1);
-	tap_ok(virtq_should_notify(&d->vq), "flags: interrupts wanted, notify");
+	tap_ok(virtq_split_should_notify(&d->vq), "flags: interrupts wanted, notify");
 	tap_ok(d->vq.stats.notify_yes == 1 && d->vq.stats.notify_no == 2, "flags: counted");
-	virtq_disable_guest_kicks(&d->vq);
+	virtq_split_disable_guest_kicks(&d->vq);
 	tap_ok(le16toh(d->used->flags) == VRING_USED_F_NO_NOTIFY, "kicks: NO_NOTIFY set");
 	drv_free(d);
 
@@ -869,9 +873,9 @@ static void test_no_event_idx(void)
 	{
 		struct virtq_chain c[3];
 
-		virtq_dequeue_burst(&d->vq, c, 3);
+		virtq_split_dequeue_burst(&d->vq, c, 3);
 	}
-	virtq_disable_guest_kicks(&d->vq);
+	virtq_split_disable_guest_kicks(&d->vq);
 	memcpy(&avail_event, &d->used->ring[8], sizeof(avail_event));
 	tap_ok(le16toh(avail_event) == 502 &&
 			le16toh(d->used->flags) == VRING_USED_F_NO_NOTIFY,
@@ -906,10 +910,10 @@ static void test_random(void)
 		for (i = 0; i < 8; i++)
 			d->avail->ring[i] = htole16(rnd() % 4 == 0 ? rnd() : rnd() % 8);
 		d->avail->idx = htole16(start + rnd() % 10);
-		if (virtq_init(&d->vq, &mem, d->desc, d->avail, d->used, 8, start, start,
+		if (virtq_split_init(&d->vq, &mem, d->desc, d->avail, d->used, 8, start, start,
 				F_INDIRECT) != 0)
 			abort();
-		n = virtq_dequeue_burst(&d->vq, c, 8);
+		n = virtq_split_dequeue_burst(&d->vq, c, 8);
 		broken += d->vq.broken;
 		good += n;
 		for (i = 0; i < n; i++)

@@ -157,8 +157,9 @@ static void test_init(void)
 			vq->last_avail_idx == 3 && vq->last_used_idx == (WRAP | 5) &&
 			vq->event_idx && vq->indirect && vq->shadow_cap == 6,
 			"init: size 6 (not a power of 2) and encoded positions kept");
-	tap_ok(virtq_init(vq, &mem, (void *)desc, (void *)ev, (void *)(ev + 1), 4, 0, 0, 0) == 0 &&
-			!vq->packed, "init: virtq_init() on the same struct makes it split again");
+	tap_ok(virtq_split_init(vq, &mem, (void *)desc, (void *)ev, (void *)(ev + 1), 4, 0, 0,
+			0) == 0 && !vq->packed,
+			"init: virtq_split_init() on the same struct makes it split again");
 	free(desc);
 	free(ev);
 	free(vq);

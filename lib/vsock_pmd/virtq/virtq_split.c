@@ -6,7 +6,7 @@
 #include "virtq_split.h"
 
 /* Avail entries read (and their descriptors prefetched) ahead of the walk. */
-#define VIRTQ_BATCH 32
+#define VIRTQ_SPLIT_BATCH 32
 
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
@@ -40,7 +40,7 @@ const char *virtq_err_str(enum virtq_err err)
 	return virtq_err_names[err];
 }
 
-int virtq_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc *desc,
+int virtq_split_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc *desc,
 		struct vring_avail *avail, struct vring_used *used, uint16_t size,
 		uint16_t last_avail_idx, uint16_t last_used_idx, uint64_t features)
 {
@@ -130,7 +130,7 @@ static inline void desc_load(const struct desc_table *t, uint32_t idx, struct vr
  * every index bounded by its table, every buffer translated; the walk visits
  * at most one table's worth of descriptors per table (more means a loop).
  */
-static enum virtq_err virtq_walk(const struct virtq *vq, uint16_t head, struct virtq_chain *c)
+static enum virtq_err split_walk(const struct virtq *vq, uint16_t head, struct virtq_chain *c)
 {
 	struct desc_table t;
 	uint64_t rlen = 0, wlen = 0;
@@ -225,7 +225,7 @@ static enum virtq_err virtq_walk(const struct virtq *vq, uint16_t head, struct v
 	return VIRTQ_ERR_NONE;
 }
 
-uint16_t virtq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max)
+uint16_t virtq_split_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max)
 {
 	uint16_t avail_idx, n, done = 0;
 
@@ -248,8 +248,8 @@ uint16_t virtq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint1
 		n = max;
 
 	while (done < n) {
-		uint16_t heads[VIRTQ_BATCH];
-		unsigned int b = n - done < VIRTQ_BATCH ? n - done : VIRTQ_BATCH;
+		uint16_t heads[VIRTQ_SPLIT_BATCH];
+		unsigned int b = n - done < VIRTQ_SPLIT_BATCH ? n - done : VIRTQ_SPLIT_BATCH;
 		unsigned int i;
 
 		/* Read the heads once, in a row, and start fetching their descriptors. */
@@ -261,7 +261,7 @@ uint16_t virtq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint1
 			__builtin_prefetch(&vq->desc[heads[i] & vq->mask]);
 		}
 		for (i = 0; i < b; i++) {
-			enum virtq_err err = virtq_walk(vq, heads[i], &chains[done]);
+			enum virtq_err err = split_walk(vq, heads[i], &chains[done]);
 
 			if (unlikely(err != VIRTQ_ERR_NONE)) {
 				virtq_mark_broken(vq, err);
@@ -277,7 +277,7 @@ out:
 	return done;
 }
 
-uint16_t virtq_unget(struct virtq *vq, uint16_t n)
+uint16_t virtq_split_unget(struct virtq *vq, uint16_t n)
 {
 	if (n > vq->unget_max)
 		n = vq->unget_max;
@@ -287,7 +287,7 @@ uint16_t virtq_unget(struct virtq *vq, uint16_t n)
 	return n;
 }
 
-void virtq_flush(struct virtq *vq)
+void virtq_split_flush(struct virtq *vq)
 {
 	uint16_t n = vq->shadow_count;
 	uint16_t old = vq->last_used_idx;
@@ -321,7 +321,7 @@ void virtq_flush(struct virtq *vq)
 		vq->signalled_used_valid = false;
 }
 
-bool virtq_should_notify(struct virtq *vq)
+bool virtq_split_should_notify(struct virtq *vq)
 {
 	uint16_t old = vq->signalled_used;
 	uint16_t new = vq->last_used_idx;
@@ -360,7 +360,7 @@ bool virtq_should_notify(struct virtq *vq)
 	return notify;
 }
 
-void virtq_disable_guest_kicks(struct virtq *vq)
+void virtq_split_disable_guest_kicks(struct virtq *vq)
 {
 	__atomic_store_n(&vq->used->flags, htole16(VRING_USED_F_NO_NOTIFY), __ATOMIC_RELAXED);
 	/*
@@ -376,8 +376,8 @@ void virtq_disable_guest_kicks(struct virtq *vq)
 				htole16((uint16_t)(vq->last_avail_idx - 1)), __ATOMIC_RELAXED);
 }
 
-void virtq_set_per_entry_publish(struct virtq *vq, bool on)
+void virtq_split_set_per_entry_publish(struct virtq *vq, bool on)
 {
-	virtq_flush(vq);
+	virtq_split_flush(vq);
 	vq->per_entry_publish = on;
 }
