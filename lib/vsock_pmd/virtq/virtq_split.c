@@ -3,16 +3,11 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "virtq_impl.h"
 #include "virtq_split.h"
 
 /* Avail entries read (and their descriptors prefetched) ahead of the walk. */
 #define VIRTQ_SPLIT_BATCH 32
-
-#define likely(x)	__builtin_expect(!!(x), 1)
-#define unlikely(x)	__builtin_expect(!!(x), 0)
-
-/* Keeps the compiler from re-reading guest memory in place of a local copy. */
-#define compiler_barrier() __asm__ volatile("" ::: "memory")
 
 static const char *const virtq_err_names[VIRTQ_ERR_MAX] = {
 	[VIRTQ_ERR_NONE] = "none",
