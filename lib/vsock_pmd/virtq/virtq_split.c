@@ -127,12 +127,10 @@ static inline void desc_load(const struct desc_table *t, uint32_t idx, struct vr
  */
 static enum virtq_err split_walk(const struct virtq *vq, uint16_t head, struct virtq_chain *c)
 {
+	struct virtq_walk w = { .lim = VIRTQ_CHAIN_MAX_PIECES };
 	struct desc_table t;
-	uint64_t rlen = 0, wlen = 0;
 	uint32_t idx = head, visited = 0;
-	/* Pieces the chain may still take: an empty descriptor uses one (see below). */
-	unsigned int np = 0, nr = 0, lim = VIRTQ_CHAIN_MAX_PIECES;
-	bool in_indirect = false, writing = false;
+	bool in_indirect = false;
 
 	if (unlikely(head >= vq->size))
 		return VIRTQ_ERR_HEAD;
@@ -141,6 +139,7 @@ static enum virtq_err split_walk(const struct virtq *vq, uint16_t head, struct v
 
 	for (;;) {
 		struct vring_desc d;
+		enum virtq_err err;
 		uint16_t flags;
 		uint32_t len;
 		int k;
@@ -174,37 +173,9 @@ static enum virtq_err split_walk(const struct virtq *vq, uint16_t head, struct v
 			continue;
 		}
 
-		/* Direction counts for an empty descriptor too: the spec's order rule. */
-		if (flags & VRING_DESC_F_WRITE) {
-			wlen += len;
-			writing = true;
-		} else {
-			if (unlikely(writing))
-				return VIRTQ_ERR_DESC_ORDER;
-			rlen += len;
-		}
-		if (unlikely((rlen | wlen) > UINT32_MAX))
-			return VIRTQ_ERR_CHAIN_LEN;
-		if (likely(len != 0)) {
-			k = guest_mem_translate(vq->mem, le64toh(d.addr), len, &c->pieces[np],
-					lim - np);
-			if (unlikely(k < 0))
-				return k == -ENOSPC ? VIRTQ_ERR_PIECES : VIRTQ_ERR_DESC_ADDR;
-			np += k;
-			if (!writing)
-				nr = np;
-		} else {
-			/*
-			 * An empty buffer is legal (the spec does not forbid it; Linux vhost
-			 * skips it): no piece, and its address, naming no byte, is not
-			 * looked at. It still takes one piece's room, so that a chain costs
-			 * at most VIRTQ_CHAIN_MAX_PIECES descriptors of work whatever it holds.
-			 */
-			if (unlikely(lim == np))
-				return VIRTQ_ERR_PIECES;
-			lim--;
-		}
-
+		err = virtq_walk_add(vq, c, &w, le64toh(d.addr), len, flags);
+		if (unlikely(err != VIRTQ_ERR_NONE))
+			return err;
 		if (!(flags & VRING_DESC_F_NEXT))
 			break;
 		idx = le16toh(d.next);
@@ -212,11 +183,7 @@ static enum virtq_err split_walk(const struct virtq *vq, uint16_t head, struct v
 			return VIRTQ_ERR_NEXT;
 	}
 	c->head = head;
-	/* All four were bounded above (pieces <= 64, lengths < 4 GiB). */
-	c->nr_readable = (uint16_t)nr;
-	c->nr_pieces = (uint16_t)np;
-	c->readable_len = (uint32_t)rlen;
-	c->writable_len = (uint32_t)wlen;
+	virtq_walk_done(&w, c);
 	return VIRTQ_ERR_NONE;
 }
 
