@@ -26,6 +26,13 @@
 /* A sentinel the device must neither read as data nor write: where empty descriptors point. */
 #define SENTINEL 0xee
 
+/* One buffer of a chain a fake driver posts. */
+struct buf {
+	uint64_t gpa;
+	uint32_t len;
+	uint16_t flags;		/* WRITE, INDIRECT, or extra bits for hostile cases */
+};
+
 /* Packed ring descriptor flags, and the wrap counter of an encoded position. */
 #define AVAIL	(1u << VRING_PACKED_DESC_F_AVAIL)
 #define USED	(1u << VRING_PACKED_DESC_F_USED)
@@ -701,119 +708,6 @@ static void split_test_broken(void)
 	split_expect_broken(0, split_b_order, VIRTQ_ERR_DESC_ORDER, "readable after writable");
 }
 
-/*
- * Empty descriptors are legal (virtio does not forbid them; Linux vhost skips
- * them): a chain's bytes are those of its non-empty descriptors, wherever the
- * empty ones sit, and a chain of empty ones only is a chain with no bytes.
- */
-static void split_test_zero_len(void)
-{
-	struct split_drv *d = split_drv_new(16, 0, F_INDIRECT);
-	struct virtq_chain c[8];
-	uint64_t hdr = gbuf(&d->next_gpa, 44, 0x20), pay = gbuf(&d->next_gpa, 100, 0x20 + 44);
-	uint64_t h1 = gbuf(&d->next_gpa, 20, 0x60), h2 = gbuf(&d->next_gpa, 124, 0x60 + 20);
-	uint64_t sent = gbuf(&d->next_gpa, 64, 0), rx1 = gbuf(&d->next_gpa, 64, 0);
-	uint64_t rx2 = gbuf(&d->next_gpa, 32, 0), tgpa = R1_GPA + 0x200;
-	uint64_t ok_buf = gbuf(&d->next_gpa, 44, 0x30);
-	struct vring_desc t[4];
-	uint8_t buf[160], out[96];
-	unsigned int i;
-	uint32_t len;
-
-	memset(hva(sent), SENTINEL, 64);
-	/* First: 0 -> 1 -> 2, the empty one first. */
-	split_set_desc(d->desc, 0, sent, 0, NEXT, 1);
-	split_set_desc(d->desc, 1, hdr, 44, NEXT, 2);
-	split_set_desc(d->desc, 2, pay, 100, 0, 0);
-	/* Middle, with the header split around it: 3 -> 4 -> 5. */
-	split_set_desc(d->desc, 3, h1, 20, NEXT, 4);
-	split_set_desc(d->desc, 4, sent, 0, NEXT, 5);
-	split_set_desc(d->desc, 5, h2, 124, 0, 0);
-	/* Last, pointing outside guest memory: an empty buffer's address names no byte. */
-	split_set_desc(d->desc, 6, hdr, 44, NEXT, 7);
-	split_set_desc(d->desc, 7, pay, 100, NEXT, 8);
-	split_set_desc(d->desc, 8, GAP_GPA, 0, 0, 0);
-	/* An indirect table holding one, between header and payload. */
-	split_set_desc(t, 0, hdr, 44, NEXT, 1);
-	split_set_desc(t, 1, sent, 0, NEXT, 2);
-	split_set_desc(t, 2, pay, 100, 0, 0);
-	memcpy(hva(tgpa), t, 3 * sizeof(t[0]));
-	split_set_desc(d->desc, 9, tgpa, 3 * sizeof(t[0]), INDIR, 0);
-	/* Nothing but empty descriptors, then an ordinary chain behind it. */
-	split_set_desc(d->desc, 10, sent, 0, NEXT, 11);
-	split_set_desc(d->desc, 11, GAP_GPA, 0, 0, 0);
-	split_set_desc(d->desc, 12, ok_buf, 44, 0, 0);
-	split_post(d, 0);
-	split_post(d, 3);
-	split_post(d, 6);
-	split_post(d, 9);
-	split_post(d, 10);
-	split_post(d, 12);
-
-	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 8) == 6 && !d->vq.broken,
-			"zero-len: six chains dequeued, queue not broken");
-	tap_ok(c[0].head == 0 && c[0].nr_readable == 2 && c[0].nr_pieces == 2 &&
-			c[0].readable_len == 144 && c[0].pieces[0].addr == hva(hdr) &&
-			virtq_chain_read(&c[0], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x20),
-			"zero-len: empty descriptor first: the 144 bytes of the other two");
-	tap_ok(c[1].head == 3 && c[1].nr_pieces == 2 && c[1].readable_len == 144 &&
-			virtq_chain_read(&c[1], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x60),
-			"zero-len: empty descriptor in the middle of a split header: bytes exact");
-	tap_ok(virtq_chain_read(&c[1], 10, buf, 40) == 40 && check_bytes(buf, 40, 0x60 + 10),
-			"zero-len: a read across the empty descriptor's place is seamless");
-	tap_ok(c[2].head == 6 && c[2].nr_pieces == 2 && c[2].readable_len == 144 &&
-			virtq_chain_read(&c[2], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x20),
-			"zero-len: empty descriptor last (address outside memory): bytes exact");
-	tap_ok(c[3].head == 9 && c[3].nr_pieces == 2 && c[3].readable_len == 144 &&
-			virtq_chain_read(&c[3], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x20),
-			"zero-len: empty entry in an indirect table: bytes exact");
-	tap_ok(c[4].head == 10 && c[4].nr_readable == 0 && c[4].nr_pieces == 0 &&
-			c[4].readable_len == 0 && c[4].writable_len == 0 &&
-			virtq_chain_read(&c[4], 0, buf, 44) == 0,
-			"zero-len: a chain of empty descriptors only has no bytes");
-	tap_ok(c[5].head == 12 && c[5].readable_len == 44 &&
-			virtq_chain_read(&c[5], 0, buf, 44) == 44 && check_bytes(buf, 44, 0x30),
-			"zero-len: the chain behind it is served");
-	for (i = 0; i < 6; i++)
-		virtq_split_complete(&d->vq, c[i].head, 0);
-	virtq_split_flush(&d->vq);
-	tap_ok(split_used_idx(d) == 6 && le32toh(d->used->ring[4].id) == 10 &&
-			le32toh(d->used->ring[4].len) == 0,
-			"zero-len: the empty chain's head goes back in the used ring with len 0");
-
-	/* rx: empty writable descriptors add no room; bytes land only in the others. */
-	split_set_desc(d->desc, 13, sent, 0, WRITE | NEXT, 14);
-	split_set_desc(d->desc, 14, rx1, 64, WRITE | NEXT, 15);
-	split_set_desc(d->desc, 15, sent, 0, WRITE | NEXT, 0);
-	split_set_desc(d->desc, 0, rx2, 32, WRITE | NEXT, 1);
-	split_set_desc(d->desc, 1, sent, 0, WRITE, 0);
-	/* And an rx chain with no room at all. */
-	split_set_desc(d->desc, 2, sent, 0, WRITE, 0);
-	split_post(d, 13);
-	split_post(d, 2);
-	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 8) == 2 && !d->vq.broken && c[0].head == 13 &&
-			c[0].nr_readable == 0 && c[0].nr_pieces == 2 && c[0].writable_len == 96 &&
-			c[0].pieces[0].addr == hva(rx1) && c[0].pieces[1].addr == hva(rx2),
-			"zero-len rx: room is 64 + 32, empty descriptors add none");
-	for (i = 0; i < sizeof(out); i++)
-		out[i] = (uint8_t)(0x90 + i);
-	len = virtq_chain_write(&c[0], 0, out, sizeof(out));
-	tap_ok(len == 96 && check_bytes(hva(rx1), 64, 0x90) && check_bytes(hva(rx2), 32, 0x90 + 64),
-			"zero-len rx: 96 bytes written, in order, into the two non-empty buffers");
-	for (i = 0; i < 64; i++)
-		if (((uint8_t *)hva(sent))[i] != SENTINEL)
-			break;
-	tap_ok(i == 64, "zero-len rx: nothing written where the empty descriptors point");
-	tap_ok(c[1].head == 2 && c[1].nr_pieces == 0 && c[1].writable_len == 0 &&
-			virtq_chain_write(&c[1], 0, out, 1) == 0,
-			"zero-len rx: a chain of empty writable descriptors has no room");
-	split_drv_free(d);
-}
-
 static void split_test_big_ok(void)
 {
 	struct split_drv *d = split_drv_new(8, 0, 0);
@@ -998,12 +892,6 @@ struct packed_drv {
 	uint64_t next_gpa;
 };
 
-struct packed_buf {
-	uint64_t gpa;
-	uint32_t len;
-	uint16_t flags;		/* WRITE, INDIRECT, or extra bits for hostile cases */
-};
-
 static uint16_t packed_padd(uint16_t pos, unsigned int n, uint16_t size)
 {
 	unsigned int idx = (pos & 0x7fff) + n;
@@ -1050,7 +938,7 @@ static uint16_t packed_avail_flags(uint16_t pos)
  * does: every descriptor but the first, then the first one's flags with
  * release. Returns the ring index of its first descriptor.
  */
-static uint16_t packed_post(struct packed_drv *d, const struct packed_buf *b, unsigned int n,
+static uint16_t packed_post(struct packed_drv *d, const struct buf *b, unsigned int n,
 		uint16_t id)
 {
 	uint16_t first = d->avail, pos = d->avail, head_flags = 0;
@@ -1077,7 +965,7 @@ static uint16_t packed_post(struct packed_drv *d, const struct packed_buf *b, un
 static uint16_t packed_post1(struct packed_drv *d, uint64_t gpa, uint32_t len, uint16_t flags,
 		uint16_t id)
 {
-	struct packed_buf b = { gpa, len, flags };
+	struct buf b = { gpa, len, flags };
 
 	return packed_post(d, &b, 1, id);
 }
@@ -1143,7 +1031,7 @@ static void packed_test_basic(void)
 	uint64_t hdr = gbuf(&d->next_gpa, 44, 0x10);
 	uint64_t pay = gbuf(&d->next_gpa, 100, 0x10 + 44);
 	uint64_t rx = gbuf(&d->next_gpa, 4096, 0);
-	struct packed_buf tx[2] = { { hdr, 44, 0 }, { pay, 100, 0 } };
+	struct buf tx[2] = { { hdr, 44, 0 }, { pay, 100, 0 } };
 	uint32_t len;
 	int id;
 
@@ -1200,7 +1088,7 @@ static void packed_test_wrap(void)
 	uint64_t b = gbuf(&d->next_gpa, 64, 1);
 
 	for (round = 0; round < 12; round++) {
-		struct packed_buf two[2] = { { b, 8, 0 }, { b + 8, 56, WRITE } };
+		struct buf two[2] = { { b, 8, 0 }, { b + 8, 56, WRITE } };
 		uint16_t n, i, before = d->vq.last_avail_idx;
 
 		packed_post(d, two, 2, 0);
@@ -1228,7 +1116,7 @@ static void packed_test_chain_across_end(void)
 	struct packed_drv *d = packed_drv_new(4, WRAP | 3, 0);
 	struct virtq_chain c[2];
 	uint64_t b = gbuf(&d->next_gpa, 48, 7);
-	struct packed_buf three[3] = { { b, 16, 0 }, { b + 16, 16, 0 }, { b + 32, 16, 0 } };
+	struct buf three[3] = { { b, 16, 0 }, { b + 16, 16, 0 }, { b + 32, 16, 0 } };
 	uint8_t tmp[48];
 
 	packed_post(d, three, 3, 2);
@@ -1288,7 +1176,7 @@ static void packed_test_burst_and_unget(void)
 	int ok = 1;
 
 	for (i = 0; i < 20; i++) {
-		struct packed_buf two[2] = { { b, 8, 0 }, { b + 8, 8, 0 } };
+		struct buf two[2] = { { b, 8, 0 }, { b + 8, 8, 0 } };
 
 		if (i % 3 == 0)
 			packed_post(d, two, 2, i);
@@ -1376,7 +1264,7 @@ static void packed_b_id(struct packed_drv *d)
 static void packed_b_id_last(struct packed_drv *d)
 {
 	uint64_t g = gbuf(&d->next_gpa, 8, 0);
-	struct packed_buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
+	struct buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
 
 	packed_post(d, two, 2, 3);
 	d->desc[1].id = htole16(0xffff);	/* the id that counts is the last one's */
@@ -1385,7 +1273,7 @@ static void packed_b_id_last(struct packed_drv *d)
 static void packed_b_chain_avail(struct packed_drv *d)
 {
 	uint64_t g = gbuf(&d->next_gpa, 8, 0);
-	struct packed_buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
+	struct buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
 
 	packed_post(d, two, 2, 0);
 	d->desc[1].flags = htole16(USED);	/* second descriptor never made available */
@@ -1394,7 +1282,7 @@ static void packed_b_chain_avail(struct packed_drv *d)
 static void packed_b_chain_used(struct packed_drv *d)
 {
 	uint64_t g = gbuf(&d->next_gpa, 8, 0);
-	struct packed_buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
+	struct buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
 
 	packed_post(d, two, 2, 0);
 	d->desc[1].flags = htole16(AVAIL | USED);	/* looks used */
@@ -1439,22 +1327,22 @@ static void packed_b_ind_nested(struct packed_drv *d)
 static void packed_b_ind_with_next(struct packed_drv *d)
 {
 	uint64_t t;
-	struct packed_buf two[2];
+	struct buf two[2];
 
 	packed_table(d, 1, &t)[0] = (struct vring_packed_desc){ htole64(R0_GPA), htole32(8), 0, 0 };
-	two[0] = (struct packed_buf){ t, 16, INDIR };
-	two[1] = (struct packed_buf){ R0_GPA, 8, 0 };
+	two[0] = (struct buf){ t, 16, INDIR };
+	two[1] = (struct buf){ R0_GPA, 8, 0 };
 	packed_post(d, two, 2, 0);
 }
 
 static void packed_b_ind_after_next(struct packed_drv *d)
 {
 	uint64_t t;
-	struct packed_buf two[2];
+	struct buf two[2];
 
 	packed_table(d, 1, &t)[0] = (struct vring_packed_desc){ htole64(R0_GPA), htole32(8), 0, 0 };
-	two[0] = (struct packed_buf){ R0_GPA, 8, 0 };
-	two[1] = (struct packed_buf){ t, 16, INDIR };
+	two[0] = (struct buf){ R0_GPA, 8, 0 };
+	two[1] = (struct buf){ t, 16, INDIR };
 	packed_post(d, two, 2, 0);
 }
 
@@ -1526,7 +1414,7 @@ static void packed_b_addr_past_end(struct packed_drv *d)
 /* An empty writable descriptor before a readable one: the order rule holds for empties too. */
 static void packed_b_order_empty(struct packed_drv *d)
 {
-	struct packed_buf two[2] = { { R0_GPA, 0, WRITE }, { gbuf(&d->next_gpa, 8, 0), 8, 0 } };
+	struct buf two[2] = { { R0_GPA, 0, WRITE }, { gbuf(&d->next_gpa, 8, 0), 8, 0 } };
 
 	packed_post(d, two, 2, 0);
 }
@@ -1534,7 +1422,7 @@ static void packed_b_order_empty(struct packed_drv *d)
 /* An empty readable descriptor after a writable one. */
 static void packed_b_order_empty_after(struct packed_drv *d)
 {
-	struct packed_buf two[2] = { { gbuf(&d->next_gpa, 8, 0), 8, WRITE }, { R0_GPA, 0, 0 } };
+	struct buf two[2] = { { gbuf(&d->next_gpa, 8, 0), 8, WRITE }, { R0_GPA, 0, 0 } };
 
 	packed_post(d, two, 2, 0);
 }
@@ -1547,14 +1435,14 @@ static void packed_b_empty_id(struct packed_drv *d)
 
 static void packed_b_len_4g_total(struct packed_drv *d)
 {
-	struct packed_buf two[2] = { { BIG_GPA, UINT32_MAX, 0 }, { BIG_GPA, 1, 0 } };
+	struct buf two[2] = { { BIG_GPA, UINT32_MAX, 0 }, { BIG_GPA, 1, 0 } };
 
 	packed_post(d, two, 2, 0);
 }
 
 static void packed_b_order(struct packed_drv *d)
 {
-	struct packed_buf two[2] = { { gbuf(&d->next_gpa, 8, 0), 8, WRITE },
+	struct buf two[2] = { { gbuf(&d->next_gpa, 8, 0), 8, WRITE },
 		{ gbuf(&d->next_gpa, 8, 0), 8, 0 } };
 
 	packed_post(d, two, 2, 0);
@@ -1603,111 +1491,6 @@ static void packed_test_broken(void)
 	packed_expect_broken(0, packed_b_len_4g_total, VIRTQ_ERR_CHAIN_LEN,
 			"readable total of 4 GiB");
 	packed_expect_broken(0, packed_b_order, VIRTQ_ERR_DESC_ORDER, "readable after writable");
-}
-
-/*
- * Empty descriptors are legal (virtio does not forbid them; Linux vhost skips
- * them): a chain's bytes are those of its non-empty descriptors, wherever the
- * empty ones sit, and a chain of empty ones only is a chain with no bytes.
- */
-static void packed_test_zero_len(void)
-{
-	struct packed_drv *d = packed_drv_new(16, WRAP, F_INDIRECT);
-	struct virtq_chain c[8];
-	uint64_t hdr = gbuf(&d->next_gpa, 44, 0x20), pay = gbuf(&d->next_gpa, 100, 0x20 + 44);
-	uint64_t h1 = gbuf(&d->next_gpa, 20, 0x60), h2 = gbuf(&d->next_gpa, 124, 0x60 + 20);
-	uint64_t sent = gbuf(&d->next_gpa, 64, 0), rx1 = gbuf(&d->next_gpa, 64, 0);
-	uint64_t rx2 = gbuf(&d->next_gpa, 32, 0), ok_buf = gbuf(&d->next_gpa, 44, 0x30);
-	uint64_t tgpa = R1_GPA + 0x200;
-	struct packed_buf first[3] = { { sent, 0, 0 }, { hdr, 44, 0 }, { pay, 100, 0 } };
-	struct packed_buf middle[3] = { { h1, 20, 0 }, { sent, 0, 0 }, { h2, 124, 0 } };
-	struct packed_buf last[3] = { { hdr, 44, 0 }, { pay, 100, 0 }, { GAP_GPA, 0, 0 } };
-	struct packed_buf empty[2] = { { sent, 0, 0 }, { GAP_GPA, 0, 0 } };
-	struct packed_buf rx[5] = { { sent, 0, WRITE }, { rx1, 64, WRITE }, { sent, 0, WRITE },
-		{ rx2, 32, WRITE }, { sent, 0, WRITE } };
-	struct vring_packed_desc *t = hva(tgpa);
-	uint8_t buf[160], out[96];
-	unsigned int i;
-	uint32_t len;
-	int id;
-
-	memset(hva(sent), SENTINEL, 64);
-	t[0] = (struct vring_packed_desc){ htole64(hdr), htole32(44), 0, 0 };
-	t[1] = (struct vring_packed_desc){ htole64(sent), 0, 0, 0 };
-	t[2] = (struct vring_packed_desc){ htole64(pay), htole32(100), 0, 0 };
-	packed_post(d, first, 3, 0);
-	packed_post(d, middle, 3, 1);
-	/* The last one's address is outside guest memory: an empty buffer's names no byte. */
-	packed_post(d, last, 3, 2);
-	packed_post1(d, tgpa, 3 * 16, INDIR, 3);
-	packed_post(d, empty, 2, 4);
-	packed_post1(d, ok_buf, 44, 0, 5);
-
-	tap_ok(vq_dequeue_burst(&d->vq, c, 8) == 6 && !d->vq.broken,
-			"zero-len: six chains dequeued, queue not broken");
-	tap_ok(c[0].head == 0 && c[0].ndescs == 3 && c[0].nr_readable == 2 &&
-			c[0].nr_pieces == 2 && c[0].readable_len == 144 &&
-			virtq_chain_read(&c[0], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x20),
-			"zero-len: empty descriptor first: the 144 bytes of the other two");
-	tap_ok(c[1].head == 1 && c[1].nr_pieces == 2 && c[1].readable_len == 144 &&
-			virtq_chain_read(&c[1], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x60) &&
-			virtq_chain_read(&c[1], 10, buf, 40) == 40 && check_bytes(buf, 40, 0x60 + 10),
-			"zero-len: empty descriptor in the middle of a split header: bytes exact");
-	tap_ok(c[2].head == 2 && c[2].ndescs == 3 && c[2].nr_pieces == 2 &&
-			c[2].readable_len == 144 &&
-			virtq_chain_read(&c[2], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x20),
-			"zero-len: empty descriptor last (address outside memory): bytes exact");
-	tap_ok(c[3].head == 3 && c[3].ndescs == 1 && c[3].nr_pieces == 2 &&
-			c[3].readable_len == 144 &&
-			virtq_chain_read(&c[3], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x20),
-			"zero-len: empty entry in an indirect table: bytes exact");
-	tap_ok(c[4].head == 4 && c[4].ndescs == 2 && c[4].nr_pieces == 0 &&
-			c[4].readable_len == 0 && c[4].writable_len == 0 &&
-			virtq_chain_read(&c[4], 0, buf, 44) == 0,
-			"zero-len: a chain of empty descriptors only has no bytes");
-	tap_ok(c[5].head == 5 && c[5].readable_len == 44 &&
-			virtq_chain_read(&c[5], 0, buf, 44) == 44 && check_bytes(buf, 44, 0x30),
-			"zero-len: the chain behind it is served");
-	for (i = 0; i < 6; i++)
-		vq_complete(&d->vq, &c[i], 0);
-	vq_flush(&d->vq);
-	for (i = 0; i < 4; i++)
-		packed_get_used(d, c[i].ndescs, NULL);
-	id = packed_get_used(d, 2, &len);
-	tap_ok(id == 4 && len == 0 && packed_get_used(d, 1, NULL) == 5,
-			"zero-len: the empty chain's id goes back used with len 0, in its place");
-
-	/* rx: empty writable descriptors add no room; bytes land only in the others. */
-	packed_post(d, rx, 5, 6);
-	packed_post1(d, sent, 0, WRITE, 7);
-	tap_ok(vq_dequeue_burst(&d->vq, c, 8) == 2 && !d->vq.broken && c[0].head == 6 &&
-			c[0].ndescs == 5 && c[0].nr_readable == 0 && c[0].nr_pieces == 2 &&
-			c[0].writable_len == 96 && c[0].pieces[0].addr == hva(rx1) &&
-			c[0].pieces[1].addr == hva(rx2),
-			"zero-len rx: room is 64 + 32, empty descriptors add none");
-	for (i = 0; i < sizeof(out); i++)
-		out[i] = (uint8_t)(0x90 + i);
-	tap_ok(virtq_chain_write(&c[0], 0, out, sizeof(out)) == 96 &&
-			check_bytes(hva(rx1), 64, 0x90) && check_bytes(hva(rx2), 32, 0x90 + 64),
-			"zero-len rx: 96 bytes written, in order, into the two non-empty buffers");
-	for (i = 0; i < 64; i++)
-		if (((uint8_t *)hva(sent))[i] != SENTINEL)
-			break;
-	tap_ok(i == 64, "zero-len rx: nothing written where the empty descriptors point");
-	tap_ok(c[1].head == 7 && c[1].nr_pieces == 0 && c[1].writable_len == 0 &&
-			virtq_chain_write(&c[1], 0, out, 1) == 0,
-			"zero-len rx: a chain of one empty writable descriptor has no room");
-	vq_complete(&d->vq, &c[0], 96);
-	vq_complete(&d->vq, &c[1], 0);
-	vq_flush(&d->vq);
-	tap_ok(packed_get_used(d, 5, &len) == 6 && len == 96 &&
-			packed_get_used(d, 1, &len) == 7 && len == 0,
-			"zero-len rx: both used, 96 and 0 bytes");
-	packed_drv_free(d);
 }
 
 /*
@@ -1943,6 +1726,233 @@ static void packed_test_random(void)
 
 /* ---- Both layouts ---- */
 
+/*
+ * A fake driver of either layout, for the cases that do not depend on it: it posts chains
+ * of buffers in ring order and reads back what was used. Split rings: each chain in the
+ * descriptor slots after the last one's (wrapping), headed by its first slot; packed
+ * rings: each with the next buffer id.
+ */
+struct drv {
+	bool packed;
+	struct split_drv *s;
+	struct packed_drv *p;
+	struct virtq *vq;
+	uint64_t *next_gpa;
+	uint16_t next;		/* split: next descriptor slot; packed: next buffer id */
+	uint16_t used_seen;	/* split: used entries read so far */
+};
+
+static void drv_open(struct drv *d, bool packed, uint16_t size, uint64_t features)
+{
+	memset(d, 0, sizeof(*d));
+	d->packed = packed;
+	if (packed) {
+		d->p = packed_drv_new(size, WRAP, features);
+		d->vq = &d->p->vq;
+		d->next_gpa = &d->p->next_gpa;
+	} else {
+		d->s = split_drv_new(size, 0, features);
+		d->vq = &d->s->vq;
+		d->next_gpa = &d->s->next_gpa;
+	}
+}
+
+static void drv_close(struct drv *d)
+{
+	if (d->packed)
+		packed_drv_free(d->p);
+	else
+		split_drv_free(d->s);
+}
+
+/* Make the chain of @p n buffers available; returns the head (split) or id (packed). */
+static uint16_t drv_post(struct drv *d, const struct buf *b, unsigned int n)
+{
+	uint16_t head = d->next;
+	unsigned int i;
+
+	if (d->packed) {
+		packed_post(d->p, b, n, d->next++);
+		return head;
+	}
+	for (i = 0; i < n; i++) {
+		uint16_t slot = (head + i) & (d->s->size - 1);
+
+		split_set_desc(d->s->desc, slot, b[i].gpa, b[i].len,
+				b[i].flags | (i + 1 < n ? NEXT : 0), (slot + 1) & (d->s->size - 1));
+	}
+	d->next = (head + n) & (d->s->size - 1);
+	split_post(d->s, head);
+	return head;
+}
+
+/*
+ * The chain of @p n buffers as an indirect table at @p tgpa, made available as one INDIRECT
+ * descriptor; returns its head or id.
+ */
+static uint16_t drv_post_indirect(struct drv *d, uint64_t tgpa, const struct buf *b,
+		unsigned int n)
+{
+	struct buf ind = { tgpa, n * 16, INDIR };
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (d->packed)
+			((struct vring_packed_desc *)hva(tgpa))[i] = (struct vring_packed_desc){
+				htole64(b[i].gpa), htole32(b[i].len), 0, htole16(b[i].flags) };
+		else
+			split_set_desc(hva(tgpa), i, b[i].gpa, b[i].len,
+					b[i].flags | (i + 1 < n ? NEXT : 0), i + 1 < n ? i + 1 : 0);
+	}
+	return drv_post(d, &ind, 1);
+}
+
+/* Whether a used entry waits for the driver. */
+static bool drv_used_ready(const struct drv *d)
+{
+	if (d->packed)
+		return packed_used_ready(d->p);
+	return split_used_idx(d->s) != d->used_seen;
+}
+
+/* The next used entry, of a chain that took @p ndescs descriptors: its head or id, or -1. */
+static int drv_get_used(struct drv *d, uint16_t ndescs, uint32_t *len)
+{
+	const struct vring_used_elem *e;
+
+	if (d->packed)
+		return packed_get_used(d->p, ndescs, len);
+	if (!drv_used_ready(d))
+		return -1;
+	e = &d->s->used->ring[d->used_seen++ & (d->s->size - 1)];
+	if (len != NULL)
+		*len = le32toh(e->len);
+	return (int)le32toh(e->id);
+}
+
+/*
+ * Empty descriptors are legal (virtio does not forbid them; Linux vhost skips
+ * them): a chain's bytes are those of its non-empty descriptors, wherever the
+ * empty ones sit, and a chain of empty ones only is a chain with no bytes.
+ */
+static void test_zero_len(bool packed)
+{
+	struct drv dd, *d = &dd;
+	struct virtq_chain c[8];
+	uint64_t hdr, pay, h1, h2, sent, rx1, rx2, ok_buf, tgpa = R1_GPA + 0x200;
+	uint8_t buf[160], out[96];
+	uint16_t h[6];
+	unsigned int i;
+	uint32_t len;
+
+	drv_open(d, packed, 16, F_INDIRECT);
+	hdr = gbuf(d->next_gpa, 44, 0x20);
+	pay = gbuf(d->next_gpa, 100, 0x20 + 44);
+	h1 = gbuf(d->next_gpa, 20, 0x60);
+	h2 = gbuf(d->next_gpa, 124, 0x60 + 20);
+	sent = gbuf(d->next_gpa, 64, 0);
+	rx1 = gbuf(d->next_gpa, 64, 0);
+	rx2 = gbuf(d->next_gpa, 32, 0);
+	ok_buf = gbuf(d->next_gpa, 44, 0x30);
+	memset(hva(sent), SENTINEL, 64);
+	{
+		struct buf first[3] = { { sent, 0, 0 }, { hdr, 44, 0 }, { pay, 100, 0 } };
+		struct buf middle[3] = { { h1, 20, 0 }, { sent, 0, 0 }, { h2, 124, 0 } };
+		/* Its address is outside guest memory: an empty buffer's names no byte. */
+		struct buf last[3] = { { hdr, 44, 0 }, { pay, 100, 0 }, { GAP_GPA, 0, 0 } };
+		/* An indirect table holding one, between header and payload. */
+		struct buf table[3] = { { hdr, 44, 0 }, { sent, 0, 0 }, { pay, 100, 0 } };
+		/* Nothing but empty descriptors, then an ordinary chain behind it. */
+		struct buf empty[2] = { { sent, 0, 0 }, { GAP_GPA, 0, 0 } };
+		struct buf one = { ok_buf, 44, 0 };
+
+		h[0] = drv_post(d, first, 3);
+		h[1] = drv_post(d, middle, 3);
+		h[2] = drv_post(d, last, 3);
+		h[3] = drv_post_indirect(d, tgpa, table, 3);
+		h[4] = drv_post(d, empty, 2);
+		h[5] = drv_post(d, &one, 1);
+	}
+
+	tap_ok(vq_dequeue_burst(d->vq, c, 8) == 6 && !d->vq->broken,
+			"zero-len: six chains dequeued, queue not broken");
+	tap_ok(c[0].head == h[0] && (!packed || c[0].ndescs == 3) && c[0].nr_readable == 2 &&
+			c[0].nr_pieces == 2 && c[0].readable_len == 144 &&
+			c[0].pieces[0].addr == hva(hdr) &&
+			virtq_chain_read(&c[0], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty descriptor first: the 144 bytes of the other two");
+	tap_ok(c[1].head == h[1] && c[1].nr_pieces == 2 && c[1].readable_len == 144 &&
+			virtq_chain_read(&c[1], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x60) && virtq_chain_read(&c[1], 10, buf, 40) == 40 &&
+			check_bytes(buf, 40, 0x60 + 10),
+			"zero-len: empty descriptor in the middle of a split header: bytes exact");
+	tap_ok(virtq_chain_read(&c[1], 10, buf, 40) == 40 && check_bytes(buf, 40, 0x60 + 10),
+			"zero-len: a read across the empty descriptor's place is seamless");
+	tap_ok(c[2].head == h[2] && (!packed || c[2].ndescs == 3) && c[2].nr_pieces == 2 &&
+			c[2].readable_len == 144 &&
+			virtq_chain_read(&c[2], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty descriptor last (address outside memory): bytes exact");
+	tap_ok(c[3].head == h[3] && (!packed || c[3].ndescs == 1) && c[3].nr_pieces == 2 &&
+			c[3].readable_len == 144 &&
+			virtq_chain_read(&c[3], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty entry in an indirect table: bytes exact");
+	tap_ok(c[4].head == h[4] && (!packed || c[4].ndescs == 2) && c[4].nr_readable == 0 &&
+			c[4].nr_pieces == 0 && c[4].readable_len == 0 && c[4].writable_len == 0 &&
+			virtq_chain_read(&c[4], 0, buf, 44) == 0,
+			"zero-len: a chain of empty descriptors only has no bytes");
+	tap_ok(c[5].head == h[5] && c[5].readable_len == 44 &&
+			virtq_chain_read(&c[5], 0, buf, 44) == 44 && check_bytes(buf, 44, 0x30),
+			"zero-len: the chain behind it is served");
+	for (i = 0; i < 6; i++)
+		vq_complete(d->vq, &c[i], 0);
+	vq_flush(d->vq);
+	for (i = 0; i < 4; i++)
+		drv_get_used(d, packed ? c[i].ndescs : 1, NULL);
+	tap_ok(drv_get_used(d, 2, &len) == h[4] && len == 0 && drv_get_used(d, 1, NULL) == h[5] &&
+			!drv_used_ready(d), "%s", packed ?
+			"zero-len: the empty chain's id goes back used with len 0, in its place" :
+			"zero-len: the empty chain's head goes back in the used ring with len 0");
+
+	/* rx: empty writable descriptors add no room; bytes land only in the others. */
+	{
+		struct buf rx[5] = { { sent, 0, WRITE }, { rx1, 64, WRITE }, { sent, 0, WRITE },
+			{ rx2, 32, WRITE }, { sent, 0, WRITE } };
+		/* And an rx chain with no room at all. */
+		struct buf none = { sent, 0, WRITE };
+
+		h[0] = drv_post(d, rx, 5);
+		h[1] = drv_post(d, &none, 1);
+	}
+	tap_ok(vq_dequeue_burst(d->vq, c, 8) == 2 && !d->vq->broken && c[0].head == h[0] &&
+			(!packed || c[0].ndescs == 5) && c[0].nr_readable == 0 &&
+			c[0].nr_pieces == 2 && c[0].writable_len == 96 &&
+			c[0].pieces[0].addr == hva(rx1) && c[0].pieces[1].addr == hva(rx2),
+			"zero-len rx: room is 64 + 32, empty descriptors add none");
+	for (i = 0; i < sizeof(out); i++)
+		out[i] = (uint8_t)(0x90 + i);
+	tap_ok(virtq_chain_write(&c[0], 0, out, sizeof(out)) == 96 &&
+			check_bytes(hva(rx1), 64, 0x90) && check_bytes(hva(rx2), 32, 0x90 + 64),
+			"zero-len rx: 96 bytes written, in order, into the two non-empty buffers");
+	for (i = 0; i < 64; i++)
+		if (((uint8_t *)hva(sent))[i] != SENTINEL)
+			break;
+	tap_ok(i == 64, "zero-len rx: nothing written where the empty descriptors point");
+	tap_ok(c[1].head == h[1] && c[1].nr_pieces == 0 && c[1].writable_len == 0 &&
+			virtq_chain_write(&c[1], 0, out, 1) == 0, "%s", packed ?
+			"zero-len rx: a chain of one empty writable descriptor has no room" :
+			"zero-len rx: a chain of empty writable descriptors has no room");
+	vq_complete(d->vq, &c[0], 96);
+	vq_complete(d->vq, &c[1], 0);
+	vq_flush(d->vq);
+	tap_ok(drv_get_used(d, 5, &len) == h[0] && len == 96 &&
+			drv_get_used(d, 1, &len) == h[1] && len == 0,
+			"zero-len rx: both used, 96 and 0 bytes");
+	drv_close(d);
+}
+
 static void test_names(void)
 {
 	unsigned int i, j;
@@ -1977,7 +1987,7 @@ int main(void)
 		split_test_burst_and_unget();
 		split_test_indirect();
 		split_test_broken();
-		split_test_zero_len();
+		test_zero_len(false);
 		split_test_big_ok();
 		split_test_partial_burst();
 		split_test_event_idx();
@@ -1992,7 +2002,7 @@ int main(void)
 		packed_test_burst_and_unget();
 		packed_test_indirect();
 		packed_test_indirect_bounded();
-		packed_test_zero_len();
+		test_zero_len(true);
 		packed_test_broken();
 		packed_test_partial_burst();
 		packed_test_outstanding();
