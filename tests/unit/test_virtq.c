@@ -1653,22 +1653,6 @@ static void packed_test_event_wrap(void)
 	packed_drv_free(d);
 }
 
-static void packed_test_kicks(void)
-{
-	struct packed_drv *d = packed_drv_new(8, WRAP, F_EVENT_IDX);
-
-	vq_disable_guest_kicks(&d->vq);
-	tap_ok(le16toh(d->dev_ev->flags) == VRING_PACKED_EVENT_FLAG_DISABLE,
-			"kicks: DISABLE in the device event structure");
-	vq_enable_guest_kicks(&d->vq);
-	tap_ok(le16toh(d->dev_ev->flags) == VRING_PACKED_EVENT_FLAG_ENABLE,
-			"kicks: ENABLE when asked");
-	tap_ok(!vq_avail_pending(&d->vq), "pending: nothing available");
-	packed_post1(d, R0_GPA, 8, 0, 0);
-	tap_ok(vq_avail_pending(&d->vq), "pending: a new descriptor seen");
-	packed_drv_free(d);
-}
-
 static void packed_rnd_descs(struct vring_packed_desc *t, unsigned int n)
 {
 	unsigned int i;
@@ -1953,6 +1937,39 @@ static void test_zero_len(bool packed)
 	drv_close(d);
 }
 
+/* Kicks off and on again (as a sleeping poll loop does), and the look for new buffers. */
+static void test_kicks(bool packed)
+{
+	struct drv dd, *d = &dd;
+	struct buf one = { R0_GPA, 8, 0 };
+	uint16_t avail_event;
+
+	drv_open(d, packed, 8, F_EVENT_IDX);
+	vq_disable_guest_kicks(d->vq);
+	if (packed) {
+		tap_ok(le16toh(d->p->dev_ev->flags) == VRING_PACKED_EVENT_FLAG_DISABLE,
+				"kicks: DISABLE in the device event structure");
+	} else {
+		memcpy(&avail_event, &d->s->used->ring[8], sizeof(avail_event));
+		tap_ok(le16toh(d->s->used->flags) == VRING_USED_F_NO_NOTIFY &&
+				le16toh(avail_event) == 65535,
+				"kicks: NO_NOTIFY, and avail_event one behind our position");
+	}
+	vq_enable_guest_kicks(d->vq);
+	if (packed) {
+		tap_ok(le16toh(d->p->dev_ev->flags) == VRING_PACKED_EVENT_FLAG_ENABLE,
+				"kicks: ENABLE when asked");
+	} else {
+		memcpy(&avail_event, &d->s->used->ring[8], sizeof(avail_event));
+		tap_ok(d->s->used->flags == 0 && le16toh(avail_event) == 0,
+				"kicks: when asked, flags cleared and avail_event at our position");
+	}
+	tap_ok(!vq_avail_pending(d->vq), "pending: nothing available");
+	drv_post(d, &one, 1);
+	tap_ok(vq_avail_pending(d->vq), "pending: a new descriptor seen");
+	drv_close(d);
+}
+
 static void test_names(void)
 {
 	unsigned int i, j;
@@ -1992,6 +2009,7 @@ int main(void)
 		split_test_partial_burst();
 		split_test_event_idx();
 		split_test_no_event_idx();
+		test_kicks(false);
 		split_test_random();
 	} else {
 		packed_test_init();
@@ -2009,7 +2027,7 @@ int main(void)
 		packed_test_event_idx();
 		packed_test_event_modes();
 		packed_test_event_wrap();
-		packed_test_kicks();
+		test_kicks(true);
 		packed_test_random();
 	}
 	test_names();
