@@ -57,7 +57,10 @@ int virtq_split_init(struct virtq *vq, const struct guest_mem *mem, struct vring
 
 /*
  * Copy between a flat buffer and bytes [off, off + len) of a piece list.
- * Bounded by n pieces; returns the bytes copied.
+ * Bounded by n pieces; returns the bytes copied. The chain copies below are
+ * the same on either layout (virtq_common.h); they live here, beside the
+ * split walk's loads from a scattered indirect table, to share this one
+ * out-of-line copy with them.
  */
 static uint32_t pieces_copy(const struct guest_mem_piece *p, unsigned int n, uint32_t off,
 		void *buf, uint32_t len, bool to_pieces)
