@@ -413,7 +413,7 @@ static void do_dequeue(uint16_t max)
 	/* Exactly max entries: a write past them is an ASan report. */
 	chains = malloc(sizeof(*chains) * (max ? max : 1));
 	CHECK(chains != NULL);
-	got = virtq_dequeue_burst(&F.vq, chains, max);
+	got = virtq_split_dequeue_burst(&F.vq, chains, max);
 
 	if (F.broken) {
 		want = 0;
@@ -457,7 +457,7 @@ static void complete_one(uint16_t head, uint32_t len, uint32_t times)
 	uint32_t i;
 
 	for (i = 0; i < times; i++) {
-		virtq_complete(&F.vq, head, len);
+		virtq_split_complete(&F.vq, head, len);
 		F.pending[F.pending_n].id = htole32(head);
 		F.pending[F.pending_n].len = htole32(len);
 		F.pending_n++;
@@ -496,7 +496,7 @@ static void do_unget(uint8_t n)
 	if (run < F.unget_max && n > run)
 		n = run;
 	want = n < F.unget_max ? n : F.unget_max;
-	got = virtq_unget(&F.vq, n);
+	got = virtq_split_unget(&F.vq, n);
 	CHECK(got == want);
 	F.nout -= got;
 	F.unget_max -= got;
@@ -506,7 +506,7 @@ static void do_unget(uint8_t n)
 
 static void do_should_notify(void)
 {
-	bool got = virtq_should_notify(&F.vq), want;
+	bool got = virtq_split_should_notify(&F.vq), want;
 
 	if (F.signalled_valid && F.since_signal == 0) {
 		want = false;
@@ -640,7 +640,7 @@ static void no_kicks(void)
 {
 	uint16_t ev = htole16((uint16_t)(F.last_avail - 1));
 
-	virtq_disable_guest_kicks(&F.vq);
+	virtq_split_disable_guest_kicks(&F.vq);
 	F.used_model->flags = htole16(VRING_USED_F_NO_NOTIFY);
 	if (F.event_idx)
 		memcpy(&F.used_model->ring[F.size], &ev, sizeof(ev));
@@ -735,14 +735,14 @@ static void run_op(struct input *in)
 		break;
 	case OP_COMPLETE_BAD:
 		u = F.size + in_u16(in) % (65536 - F.size);
-		virtq_complete(&F.vq, u, in_u32(in));
+		virtq_split_complete(&F.vq, u, in_u32(in));
 		F.stats.errors[VIRTQ_ERR_USED_ID]++;
 		break;
 	case OP_UNGET:
 		do_unget(in_u8(in));
 		break;
 	case OP_FLUSH:
-		virtq_flush(&F.vq);
+		virtq_split_flush(&F.vq);
 		model_publish();
 		break;
 	case OP_NOTIFY:
@@ -773,7 +773,7 @@ static void run_op(struct input *in)
 		break;
 	case OP_PER_ENTRY:
 		F.per_entry = in_u8(in) & 1;
-		virtq_set_per_entry_publish(&F.vq, F.per_entry);
+		virtq_split_set_per_entry_publish(&F.vq, F.per_entry);
 		model_publish();
 		break;
 	}
@@ -856,11 +856,11 @@ static void setup(struct input *in)
 		features |= 1ull << VIRTIO_RING_F_EVENT_IDX;
 	if (F.indirect)
 		features |= 1ull << VIRTIO_RING_F_INDIRECT_DESC;
-	CHECK(virtq_init(&F.vq, &F.mem, F.desc, F.avail, F.used, F.size, avail0, used0,
+	CHECK(virtq_split_init(&F.vq, &F.mem, F.desc, F.avail, F.used, F.size, avail0, used0,
 			features) == 0);
 	if (cfg & 16) {
 		F.per_entry = true;
-		virtq_set_per_entry_publish(&F.vq, true);
+		virtq_split_set_per_entry_publish(&F.vq, true);
 	}
 	if (cfg & 32)
 		no_kicks();

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The fake guest behind the virtq unit tests (test_virtq.c for split rings,
- * test_virtq_packed.c for packed ones): its memory, buffers in it, and the
- * random addresses and checks of the random-ring tests. What depends on the
- * ring layout (the driver's rings, posting, reading used entries) stays in
- * each test. Like tap.h, the state here is static: include it from the one
+ * The fake guest behind the virtq unit test (test_virtq.c, run on split and
+ * on packed rings): its memory, buffers in it, and the random addresses and
+ * checks of the random-ring tests. What depends on the ring layout (the
+ * driver's rings, posting, reading used entries) stays in the test's split_
+ * and packed_ parts. Like tap.h, the state here is static: include it from the one
  * source file of a test program.
  */
 #ifndef TESTS_UNIT_FAKE_GUEST_H
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "virtq_split.h"
+#include "virtq_common.h"
 
 /*
  * Guest-physical addresses unlike any host one, so that a missed

@@ -1,21 +1,74 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * virtq (split ring, device side) driven by a fake guest driver: rings and
- * buffers live in malloc'd memory whose guest-physical addresses differ from
- * the host ones. Each ring is its own exact-size allocation and each region
- * its own buffer, so an out-of-bounds read shows up under ASan.
+ * The virtqueue engine, device side, driven by a fake guest driver, on the
+ * ring layout VFE_RING names (as for the frontend tests: split unless it
+ * says packed; meson runs this program once for each). Rings and buffers
+ * live in malloc'd memory whose guest-physical addresses differ from the
+ * host ones; each ring is its own exact-size allocation and each region its
+ * own buffer, so that an out-of-bounds read shows up under ASan.
+ *
+ * The split_ cases drive a split ring (descriptor table, avail and used
+ * rings), the packed_ cases a packed one (one ring, wrap counters, event
+ * structures); what does not depend on the layout runs on both.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tap.h"
-#include "virtq_split.h"
+#include "vfe.h"
+#include "virtq.h"
 #include "fake_guest.h"
 
+/* A sentinel the device must neither read as data nor write: where empty descriptors point. */
+#define SENTINEL 0xee
+
+/* One buffer of a chain a fake driver posts. */
+struct buf {
+	uint64_t gpa;
+	uint32_t len;
+	uint16_t flags;		/* WRITE, INDIRECT, or extra bits for hostile cases */
+};
+
+/* Packed ring descriptor flags, and the wrap counter of an encoded position. */
+#define AVAIL	(1u << VRING_PACKED_DESC_F_AVAIL)
+#define USED	(1u << VRING_PACKED_DESC_F_USED)
+#define WRAP	VIRTQ_PACKED_WRAP
+
+/*
+ * After a first dequeue of @p n chains from a ring set up to break the rule @p what names:
+ * nothing taken, the queue broken for @p err and counted once, its position still @p start,
+ * and nothing more to take from it.
+ */
+static void check_broken(struct virtq *vq, uint16_t n, uint16_t start, enum virtq_err err,
+		const char *what)
+{
+	struct virtq_chain c[8];
+
+	tap_ok(n == 0 && vq->broken && vq->broken_reason == err && vq->stats.errors[err] == 1 &&
+			vq->last_avail_idx == start && vq_dequeue_burst(vq, c, 8) == 0 &&
+			!vq_avail_pending(vq),
+			"broken: %s -> %s (got %s, n=%u)", what, virtq_err_str(err),
+			virtq_err_str(vq->broken_reason), n);
+}
+
+/*
+ * The random-ring tests' outcome: some chains accepted, some queues broken, and no fault in
+ * any accepted chain (chain_faults()).
+ */
+static void random_verdict(unsigned int good, unsigned int broken, unsigned int bad)
+{
+	tap_diag("random rings: %u chains accepted, %u queues broken", good, broken);
+	tap_ok(bad == 0 && good > 0 && broken > 0,
+			"random rings: every accepted chain consistent and inside memory");
+}
+
+/* ---- Split rings ---- */
 /* The fake guest: its rings and its view of the indices. */
-struct drv {
+struct split_drv {
 	struct virtq vq;
 	struct vring_desc *desc;
 	struct vring_avail *avail;
@@ -25,9 +78,9 @@ struct drv {
 	uint64_t next_gpa;
 };
 
-static struct drv *drv_new(uint16_t size, uint16_t start, uint64_t features)
+static struct split_drv *split_drv_new(uint16_t size, uint16_t start, uint64_t features)
 {
-	struct drv *d = xalloc(64, sizeof(*d));
+	struct split_drv *d = xalloc(64, sizeof(*d));
 
 	d->size = size;
 	d->desc = xalloc(16, sizeof(struct vring_desc) * size);
@@ -39,13 +92,13 @@ static struct drv *drv_new(uint16_t size, uint16_t start, uint64_t features)
 	d->used->idx = htole16(start);
 	d->avail_idx = start;
 	d->next_gpa = R0_GPA;
-	if (virtq_init(&d->vq, &mem, d->desc, d->avail, d->used, size, start, start,
+	if (virtq_split_init(&d->vq, &mem, d->desc, d->avail, d->used, size, start, start,
 			features) != 0)
 		abort();
 	return d;
 }
 
-static void drv_free(struct drv *d)
+static void split_drv_free(struct split_drv *d)
 {
 	free(d->desc);
 	free(d->avail);
@@ -53,7 +106,7 @@ static void drv_free(struct drv *d)
 	free(d);
 }
 
-static void set_desc(struct vring_desc *t, uint16_t i, uint64_t gpa, uint32_t len,
+static void split_set_desc(struct vring_desc *t, uint16_t i, uint64_t gpa, uint32_t len,
 		uint16_t flags, uint16_t next)
 {
 	t[i].addr = htole64(gpa);
@@ -62,24 +115,24 @@ static void set_desc(struct vring_desc *t, uint16_t i, uint64_t gpa, uint32_t le
 	t[i].next = htole16(next);
 }
 
-static void post(struct drv *d, uint16_t head)
+static void split_post(struct split_drv *d, uint16_t head)
 {
 	d->avail->ring[d->avail_idx & (d->size - 1)] = htole16(head);
 	d->avail_idx++;
 	__atomic_store_n(&d->avail->idx, htole16(d->avail_idx), __ATOMIC_RELEASE);
 }
 
-static uint16_t used_idx(const struct drv *d)
+static uint16_t split_used_idx(const struct split_drv *d)
 {
 	return le16toh(__atomic_load_n(&d->used->idx, __ATOMIC_ACQUIRE));
 }
 
-static void set_used_event(struct drv *d, uint16_t v)
+static void split_set_used_event(struct split_drv *d, uint16_t v)
 {
 	d->avail->ring[d->size] = htole16(v);
 }
 
-static void test_init(void)
+static void split_test_init(void)
 {
 	static struct vring_desc desc[4] __attribute__((aligned(16)));
 	static uint16_t avail[8];
@@ -88,32 +141,35 @@ static void test_init(void)
 	struct vring_avail *a = (struct vring_avail *)avail;
 	struct vring_used *u = (struct vring_used *)used;
 
-	tap_ok(virtq_init(vq, &mem, desc, a, u, 0, 0, 0, 0) == -EINVAL, "init: size 0 refused");
-	tap_ok(virtq_init(vq, &mem, desc, a, u, 3, 0, 0, 0) == -EINVAL, "init: size 3 refused");
-	tap_ok(virtq_init(vq, &mem, desc, a, u, 100, 0, 0, 0) == -EINVAL,
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, 0, 0, 0, 0) == -EINVAL,
+			"init: size 0 refused");
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, 3, 0, 0, 0) == -EINVAL,
+			"init: size 3 refused");
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, 100, 0, 0, 0) == -EINVAL,
 			"init: size 100 (not a power of two) refused");
-	tap_ok(virtq_init(vq, &mem, desc, a, u, 65535, 0, 0, 0) == -EINVAL,
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, 65535, 0, 0, 0) == -EINVAL,
 			"init: size 65535 refused");
-	tap_ok(virtq_init(vq, &mem, (struct vring_desc *)((uint8_t *)desc + 8), a, u, 4, 0, 0,
+	tap_ok(virtq_split_init(vq, &mem, (struct vring_desc *)((uint8_t *)desc + 8), a, u, 4, 0, 0,
 			0) == -EFAULT, "init: misaligned descriptor table refused");
-	tap_ok(virtq_init(vq, &mem, desc, (struct vring_avail *)((uint8_t *)avail + 1), u, 4,
+	tap_ok(virtq_split_init(vq, &mem, desc, (struct vring_avail *)((uint8_t *)avail + 1), u, 4,
 			0, 0, 0) == -EFAULT, "init: misaligned avail ring refused");
-	tap_ok(virtq_init(vq, &mem, desc, a, (struct vring_used *)((uint8_t *)used + 2), 4,
+	tap_ok(virtq_split_init(vq, &mem, desc, a, (struct vring_used *)((uint8_t *)used + 2), 4,
 			0, 0, 0) == -EFAULT, "init: misaligned used ring refused");
-	tap_ok(virtq_init(vq, NULL, desc, a, u, 4, 0, 0, 0) == -EFAULT, "init: no memory refused");
-	tap_ok(virtq_init(vq, &mem, desc, a, u, VIRTQ_MAX_SIZE, 7, 9,
+	tap_ok(virtq_split_init(vq, NULL, desc, a, u, 4, 0, 0, 0) == -EFAULT,
+			"init: no memory refused");
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, VIRTQ_MAX_SIZE, 7, 9,
 			F_EVENT_IDX | F_INDIRECT) == 0 && vq->shadow_cap == VIRTQ_SHADOW_MAX &&
 			vq->last_avail_idx == 7 && vq->last_used_idx == 9 && vq->event_idx &&
 			vq->indirect && !vq->broken, "init: size 32768, indices and features kept");
-	tap_ok(virtq_init(vq, &mem, desc, a, u, 4, 0, 0, F_EVENT_IDX) == 0 &&
+	tap_ok(virtq_split_init(vq, &mem, desc, a, u, 4, 0, 0, F_EVENT_IDX) == 0 &&
 			vq->shadow_cap == 4 && !vq->indirect,
 			"init: shadow capacity is the ring size");
 	free(vq);
 }
 
-static void test_basic(void)
+static void split_test_basic(void)
 {
-	struct drv *d = drv_new(8, 0, 0);
+	struct split_drv *d = split_drv_new(8, 0, 0);
 	struct virtq_chain c[8];
 	uint64_t hdr = gbuf(&d->next_gpa, 44, 0x10);
 	uint64_t pay = gbuf(&d->next_gpa, 100, 0x10 + 44);
@@ -121,13 +177,13 @@ static void test_basic(void)
 	uint8_t buf[144], out[50];
 	unsigned int i;
 
-	set_desc(d->desc, 0, hdr, 44, NEXT, 3);
-	set_desc(d->desc, 3, pay, 100, 0, 0);
-	set_desc(d->desc, 5, rx, 4096, WRITE, 0);
-	post(d, 0);
-	post(d, 5);
+	split_set_desc(d->desc, 0, hdr, 44, NEXT, 3);
+	split_set_desc(d->desc, 3, pay, 100, 0, 0);
+	split_set_desc(d->desc, 5, rx, 4096, WRITE, 0);
+	split_post(d, 0);
+	split_post(d, 5);
 
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 2, "basic: two chains dequeued");
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 8) == 2, "basic: two chains dequeued");
 	tap_ok(c[0].head == 0 && c[0].nr_readable == 2 && c[0].nr_pieces == 2 &&
 			c[0].readable_len == 144 && c[0].writable_len == 0,
 			"basic: tx chain has two readable pieces, 144 bytes");
@@ -153,36 +209,37 @@ static void test_basic(void)
 	tap_ok(virtq_chain_write(&c[1], 4090, out, 50) == 6, "basic: chain_write stops at the end");
 	tap_ok(virtq_chain_read(&c[1], 0, buf, 1) == 0, "basic: no readable part to read");
 
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 0 && d->vq.last_avail_idx == 2,
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 8) == 0 && d->vq.last_avail_idx == 2,
 			"basic: nothing more to dequeue");
 
 	d->used->ring[2].id = htole32(0xdeadbeef);
-	virtq_complete(&d->vq, 5, 150);
-	virtq_complete(&d->vq, 0, 0);
-	tap_ok(used_idx(d) == 0 && d->vq.stats.used_idx_stores == 0,
+	virtq_split_complete(&d->vq, 5, 150);
+	virtq_split_complete(&d->vq, 0, 0);
+	tap_ok(split_used_idx(d) == 0 && d->vq.stats.used_idx_stores == 0,
 			"shadow: completions invisible before the flush");
-	virtq_flush(&d->vq);
-	tap_ok(used_idx(d) == 2 && d->vq.stats.used_idx_stores == 1 && d->vq.last_used_idx == 2,
+	virtq_split_flush(&d->vq);
+	tap_ok(split_used_idx(d) == 2 && d->vq.stats.used_idx_stores == 1 &&
+			d->vq.last_used_idx == 2,
 			"shadow: one used->idx store publishes both");
 	tap_ok(le32toh(d->used->ring[0].id) == 5 && le32toh(d->used->ring[0].len) == 150 &&
 			le32toh(d->used->ring[1].id) == 0 && le32toh(d->used->ring[1].len) == 0,
 			"shadow: used entries carry head and length in order");
 	tap_ok(le32toh(d->used->ring[2].id) == 0xdeadbeef, "shadow: the next slot untouched");
-	virtq_flush(&d->vq);
+	virtq_split_flush(&d->vq);
 	tap_ok(d->vq.stats.used_idx_stores == 1, "shadow: empty flush stores nothing");
 	tap_ok(d->vq.stats.dequeued == 2 && d->vq.stats.completed == 2,
 			"counters: dequeued and completed");
 
-	virtq_complete(&d->vq, 8, 1);
+	virtq_split_complete(&d->vq, 8, 1);
 	tap_ok(d->vq.shadow_count == 0 && d->vq.stats.errors[VIRTQ_ERR_USED_ID] == 1 &&
 			!d->vq.broken, "complete: head >= size dropped and counted");
-	drv_free(d);
+	split_drv_free(d);
 }
 
 /* Free-running indices that wrap 65535 -> 0 in the middle of a burst. */
-static void test_wrap(void)
+static void split_test_wrap(void)
 {
-	struct drv *d = drv_new(8, 65533, 0);
+	struct split_drv *d = split_drv_new(8, 65533, 0);
 	struct virtq_chain c[8];
 	uint16_t i, n;
 	int ok = 1;
@@ -190,20 +247,20 @@ static void test_wrap(void)
 	for (i = 0; i < 8; i++)
 		d->used->ring[i].id = htole32(0xdeadbeef);
 	for (i = 0; i < 6; i++) {
-		set_desc(d->desc, i, gbuf(&d->next_gpa, 16, i), 16, 0, 0);
-		post(d, i);
+		split_set_desc(d->desc, i, gbuf(&d->next_gpa, 16, i), 16, 0, 0);
+		split_post(d, i);
 	}
 	tap_ok(le16toh(d->avail->idx) == 3, "wrap: avail->idx wrapped to 3");
-	n = virtq_dequeue_burst(&d->vq, c, 8);
+	n = virtq_split_dequeue_burst(&d->vq, c, 8);
 	for (i = 0; i < n; i++)
 		ok &= c[i].head == i && c[i].readable_len == 16;
 	tap_ok(n == 6 && ok && d->vq.last_avail_idx == 3,
 			"wrap: six chains across the 16-bit wrap, in order");
 	for (i = 0; i < 6; i++)
-		virtq_complete(&d->vq, c[i].head, 10u * i + 1);
-	tap_ok(used_idx(d) == 65533, "wrap: used->idx untouched before the flush");
-	virtq_flush(&d->vq);
-	tap_ok(used_idx(d) == 3 && d->vq.stats.used_idx_stores == 1,
+		virtq_split_complete(&d->vq, c[i].head, 10u * i + 1);
+	tap_ok(split_used_idx(d) == 65533, "wrap: used->idx untouched before the flush");
+	virtq_split_flush(&d->vq);
+	tap_ok(split_used_idx(d) == 3 && d->vq.stats.used_idx_stores == 1,
 			"wrap: one store moves used->idx 65533 -> 3");
 	/* Slots 5, 6, 7 then 0, 1, 2: the copy is split at the ring's end. */
 	for (i = 0; i < 6; i++) {
@@ -215,79 +272,80 @@ static void test_wrap(void)
 	tap_ok(le32toh(d->used->ring[3].id) == 0xdeadbeef &&
 			le32toh(d->used->ring[4].id) == 0xdeadbeef,
 			"wrap: slots 3 and 4 untouched");
-	drv_free(d);
+	split_drv_free(d);
 }
 
-static void test_shadow_full(void)
+static void split_test_shadow_full(void)
 {
-	struct drv *d = drv_new(8, 100, 0);
+	struct split_drv *d = split_drv_new(8, 100, 0);
 	uint16_t i;
 
 	for (i = 0; i < 7; i++)
-		virtq_complete(&d->vq, i, i);
-	tap_ok(used_idx(d) == 100 && d->vq.stats.used_idx_stores == 0,
+		virtq_split_complete(&d->vq, i, i);
+	tap_ok(split_used_idx(d) == 100 && d->vq.stats.used_idx_stores == 0,
 			"shadow: 7 of 8 entries stay in the shadow");
-	virtq_complete(&d->vq, 7, 7);
-	tap_ok(used_idx(d) == 108 && d->vq.stats.used_idx_stores == 1 && d->vq.shadow_count == 0,
+	virtq_split_complete(&d->vq, 7, 7);
+	tap_ok(split_used_idx(d) == 108 && d->vq.stats.used_idx_stores == 1 &&
+			d->vq.shadow_count == 0,
 			"shadow: the 8th entry (ring size) forces one flush");
 	tap_ok(le32toh(d->used->ring[(100 + 7) & 7].id) == 7, "shadow: last entry in its slot");
 
-	virtq_complete(&d->vq, 1, 1);
-	virtq_complete(&d->vq, 2, 2);
-	virtq_set_per_entry_publish(&d->vq, true);
-	tap_ok(used_idx(d) == 110 && d->vq.stats.used_idx_stores == 2,
+	virtq_split_complete(&d->vq, 1, 1);
+	virtq_split_complete(&d->vq, 2, 2);
+	virtq_split_set_per_entry_publish(&d->vq, true);
+	tap_ok(split_used_idx(d) == 110 && d->vq.stats.used_idx_stores == 2,
 			"per-entry: switching on flushes what was pending");
 	for (i = 0; i < 3; i++) {
-		virtq_complete(&d->vq, i, 0);
-		if (used_idx(d) != 111 + i)
+		virtq_split_complete(&d->vq, i, 0);
+		if (split_used_idx(d) != 111 + i)
 			break;
 	}
 	tap_ok(i == 3 && d->vq.stats.used_idx_stores == 5,
 			"per-entry: each completion is one used->idx store");
-	drv_free(d);
+	split_drv_free(d);
 }
 
-static void test_burst_and_unget(void)
+static void split_test_burst_and_unget(void)
 {
-	struct drv *d = drv_new(64, 65500, 0);
+	struct split_drv *d = split_drv_new(64, 65500, 0);
 	struct virtq_chain *c = xalloc(64, sizeof(*c) * 64);
 	uint16_t i, n;
 	int ok = 1;
 
 	for (i = 0; i < 40; i++) {
-		set_desc(d->desc, i, gbuf(&d->next_gpa, 8, i), 8, 0, 0);
-		post(d, i);
+		split_set_desc(d->desc, i, gbuf(&d->next_gpa, 8, i), 8, 0, 0);
+		split_post(d, i);
 	}
-	n = virtq_dequeue_burst(&d->vq, c, 2);
+	n = virtq_split_dequeue_burst(&d->vq, c, 2);
 	tap_ok(n == 2 && c[0].head == 0 && c[1].head == 1, "burst: max 2 honoured");
-	n = virtq_dequeue_burst(&d->vq, c, 64);
+	n = virtq_split_dequeue_burst(&d->vq, c, 64);
 	for (i = 0; i < n; i++)
 		ok &= c[i].head == i + 2;
 	tap_ok(n == 38 && ok, "burst: 38 more in one call (more than one prefetch batch)");
 
-	tap_ok(virtq_unget(&d->vq, 3) == 3 && d->vq.last_avail_idx == (uint16_t)(65500 + 37),
+	tap_ok(virtq_split_unget(&d->vq, 3) == 3 && d->vq.last_avail_idx == (uint16_t)(65500 + 37),
 			"unget: three chains given back");
-	n = virtq_dequeue_burst(&d->vq, c, 64);
+	n = virtq_split_dequeue_burst(&d->vq, c, 64);
 	tap_ok(n == 3 && c[0].head == 37 && c[1].head == 38 && c[2].head == 39,
 			"unget: the same chains come again, in order");
-	tap_ok(virtq_unget(&d->vq, 10) == 3, "unget: clamped to the last dequeue");
-	tap_ok(virtq_unget(&d->vq, 1) == 0, "unget: nothing left to give back");
+	tap_ok(virtq_split_unget(&d->vq, 10) == 3, "unget: clamped to the last dequeue");
+	tap_ok(virtq_split_unget(&d->vq, 1) == 0, "unget: nothing left to give back");
 	tap_ok(d->vq.stats.ungot == 6 && d->vq.stats.dequeued == 43, "unget: counters");
 
 	/* A burst that ends at once (here: the queue broke) resets what unget may take. */
-	n = virtq_dequeue_burst(&d->vq, c, 64);
+	n = virtq_split_dequeue_burst(&d->vq, c, 64);
 	d->avail_idx += 100;
 	__atomic_store_n(&d->avail->idx, htole16(d->avail_idx), __ATOMIC_RELEASE);
-	tap_ok(n == 3 && virtq_dequeue_burst(&d->vq, c, 64) == 0 && d->vq.broken &&
-			virtq_unget(&d->vq, 1) == 0,
+	tap_ok(n == 3 && virtq_split_dequeue_burst(&d->vq, c, 64) == 0 && d->vq.broken &&
+			virtq_split_unget(&d->vq, 1) == 0,
 			"unget: nothing from a burst before an empty one");
 	free(c);
-	drv_free(d);
+	split_drv_free(d);
 }
 
-static void test_indirect(void)
+static void split_test_indirect(void)
 {
-	struct drv *d = drv_new(8, 0, F_INDIRECT);
+	struct split_drv *d = split_drv_new(8, 0, F_INDIRECT);
 	struct virtq_chain c[4];
 	struct vring_desc t[3];
 	uint64_t hdr = gbuf(&d->next_gpa, 44, 1), pay = gbuf(&d->next_gpa, 20, 45);
@@ -296,14 +354,14 @@ static void test_indirect(void)
 	uint8_t buf[64];
 
 	/* Table order 0 -> 2 -> 1: next pointers index the table, not the ring. */
-	set_desc(t, 0, hdr, 44, NEXT, 2);
-	set_desc(t, 2, pay, 20, NEXT, 1);
-	set_desc(t, 1, rx, 64, WRITE, 0);
+	split_set_desc(t, 0, hdr, 44, NEXT, 2);
+	split_set_desc(t, 2, pay, 20, NEXT, 1);
+	split_set_desc(t, 1, rx, 64, WRITE, 0);
 	memcpy(hva(tgpa), t, sizeof(t));
 	/* WRITE on the indirect descriptor itself must be ignored (spec). */
-	set_desc(d->desc, 4, tgpa, sizeof(t), INDIR | WRITE, 0);
-	post(d, 4);
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].head == 4 &&
+	split_set_desc(d->desc, 4, tgpa, sizeof(t), INDIR | WRITE, 0);
+	split_post(d, 4);
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 1 && c[0].head == 4 &&
 			c[0].nr_readable == 2 && c[0].nr_pieces == 3 &&
 			c[0].readable_len == 64 && c[0].writable_len == 64,
 			"indirect: table walked, 2 readable + 1 writable");
@@ -311,12 +369,12 @@ static void test_indirect(void)
 			check_bytes(buf, 64, 1), "indirect: bytes readable through the pieces");
 
 	/* A direct header followed by an indirect table (no NEXT on it). */
-	set_desc(t, 0, rx, 64, WRITE, 0);
+	split_set_desc(t, 0, rx, 64, WRITE, 0);
 	memcpy(hva(tgpa), t, sizeof(t[0]));
-	set_desc(d->desc, 1, hdr, 44, NEXT, 2);
-	set_desc(d->desc, 2, tgpa, 16, INDIR, 0);
-	post(d, 1);
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].nr_readable == 1 &&
+	split_set_desc(d->desc, 1, hdr, 44, NEXT, 2);
+	split_set_desc(d->desc, 2, tgpa, 16, INDIR, 0);
+	split_post(d, 1);
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 1 && c[0].nr_readable == 1 &&
 			c[0].nr_pieces == 2 && c[0].readable_len == 44 && c[0].writable_len == 64,
 			"indirect: direct descriptor chained to a table");
 
@@ -326,17 +384,17 @@ static void test_indirect(void)
 		uint8_t flat[sizeof(t)];
 		uint64_t sgpa = R1_GPA - 24;
 
-		set_desc(t, 0, hdr, 10, NEXT, 1);
-		set_desc(t, 1, pay, 20, NEXT, 2);
-		set_desc(t, 2, rx, 30, WRITE, 0);
+		split_set_desc(t, 0, hdr, 10, NEXT, 1);
+		split_set_desc(t, 1, pay, 20, NEXT, 2);
+		split_set_desc(t, 2, rx, 30, WRITE, 0);
 		memcpy(flat, t, sizeof(t));
 		if (guest_mem_translate(&mem, sgpa, sizeof(t), p, 2) != 2)
 			abort();
 		memcpy(p[0].addr, flat, p[0].len);
 		memcpy(p[1].addr, flat + p[0].len, p[1].len);
-		set_desc(d->desc, 0, sgpa, sizeof(t), INDIR, 0);
-		post(d, 0);
-		tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].readable_len == 30 &&
+		split_set_desc(d->desc, 0, sgpa, sizeof(t), INDIR, 0);
+		split_post(d, 0);
+		tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 1 && c[0].readable_len == 30 &&
 				c[0].writable_len == 30 && c[0].nr_pieces == 3 &&
 				c[0].pieces[1].addr == hva(pay),
 				"indirect: table split across two regions walked");
@@ -351,540 +409,437 @@ static void test_indirect(void)
 			a[i] = (uint8_t)(0x40 + i);
 		for (i = 0; i < 20; i++)
 			b[i] = (uint8_t)(0x40 + 10 + i);
-		set_desc(d->desc, 6, R1_GPA - 10, 30, 0, 0);
-		post(d, 6);
-		tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].nr_pieces == 2 &&
+		split_set_desc(d->desc, 6, R1_GPA - 10, 30, 0, 0);
+		split_post(d, 6);
+		tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 1 && c[0].nr_pieces == 2 &&
 				c[0].pieces[0].len == 10 && c[0].pieces[1].len == 20 &&
 				virtq_chain_read(&c[0], 0, buf, 30) == 30 &&
 				check_bytes(buf, 30, 0x40),
 				"split buffer: two pieces, bytes in order");
 	}
 	tap_ok(!d->vq.broken, "indirect: queue still healthy");
-	drv_free(d);
+	split_drv_free(d);
 }
 
 /* Post one chain built by fn into a fresh queue; expect it to break with err. */
-static void expect_broken(uint64_t features, void (*fn)(struct drv *), enum virtq_err err,
-		const char *what)
+static void split_expect_broken(uint64_t features, void (*fn)(struct split_drv *),
+		enum virtq_err err, const char *what)
 {
-	struct drv *d = drv_new(8, 0, features);
+	struct split_drv *d = split_drv_new(8, 0, features);
 	struct virtq_chain c[4];
 	uint16_t n;
 
 	fn(d);
-	n = virtq_dequeue_burst(&d->vq, c, 4);
-	tap_ok(n == 0 && d->vq.broken && d->vq.broken_reason == err &&
-			d->vq.stats.errors[err] == 1 && d->vq.last_avail_idx == 0 &&
-			virtq_dequeue_burst(&d->vq, c, 4) == 0,
-			"broken: %s -> %s (got %s, n=%u)", what, virtq_err_str(err),
-			virtq_err_str(d->vq.broken_reason), n);
-	drv_free(d);
+	n = virtq_split_dequeue_burst(&d->vq, c, 4);
+	check_broken(&d->vq, n, 0, err, what);
+	split_drv_free(d);
 }
 
-static void b_avail_jump(struct drv *d)
+static void split_b_avail_jump(struct split_drv *d)
 {
 	d->avail->idx = htole16(d->size + 1);
 }
 
-static void b_avail_back(struct drv *d)
+static void split_b_avail_back(struct split_drv *d)
 {
 	d->avail->idx = htole16(0xffff);
 }
 
-static void b_head(struct drv *d)
+static void split_b_head(struct split_drv *d)
 {
-	post(d, 8);
+	split_post(d, 8);
 }
 
-static void b_head_max(struct drv *d)
+static void split_b_head_max(struct split_drv *d)
 {
-	post(d, 0xffff);
+	split_post(d, 0xffff);
 }
 
-static void b_next(struct drv *d)
+static void split_b_next(struct split_drv *d)
 {
-	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 8);
-	post(d, 0);
+	split_set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 8);
+	split_post(d, 0);
 }
 
-static void b_loop(struct drv *d)
+static void split_b_loop(struct split_drv *d)
 {
-	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 1);
-	set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 1);
+	split_set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 0);
+	split_post(d, 0);
 }
 
-static void b_self_loop(struct drv *d)
+static void split_b_self_loop(struct split_drv *d)
 {
-	set_desc(d->desc, 3, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 3);
-	post(d, 3);
+	split_set_desc(d->desc, 3, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 3);
+	split_post(d, 3);
 }
 
 /* An indirect table of n entries at the end of R1 (ASan guards what follows). */
-static struct vring_desc *table_at_end(struct drv *d, unsigned int n, uint16_t ring_slot)
+static struct vring_desc *split_table_at_end(struct split_drv *d, unsigned int n,
+		uint16_t ring_slot)
 {
 	uint64_t gpa = R1_GPA + R1_SIZE - n * sizeof(struct vring_desc);
 
-	set_desc(d->desc, ring_slot, gpa, n * sizeof(struct vring_desc), INDIR, 0);
+	split_set_desc(d->desc, ring_slot, gpa, n * sizeof(struct vring_desc), INDIR, 0);
 	return hva(gpa);
 }
 
-static void b_ind_loop(struct drv *d)
+static void split_b_ind_loop(struct split_drv *d)
 {
-	struct vring_desc *t = table_at_end(d, 2, 0);
+	struct vring_desc *t = split_table_at_end(d, 2, 0);
 
-	set_desc(t, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 1);
-	set_desc(t, 1, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 0);
-	post(d, 0);
+	split_set_desc(t, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 1);
+	split_set_desc(t, 1, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 0);
+	split_post(d, 0);
 }
 
-static void b_ind_next(struct drv *d)
+static void split_b_ind_next(struct split_drv *d)
 {
-	struct vring_desc *t = table_at_end(d, 2, 0);
+	struct vring_desc *t = split_table_at_end(d, 2, 0);
 
-	set_desc(t, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 2);
-	post(d, 0);
+	split_set_desc(t, 0, gbuf(&d->next_gpa, 8, 0), 8, NEXT, 2);
+	split_post(d, 0);
 }
 
-static void b_ind_nested(struct drv *d)
+static void split_b_ind_nested(struct split_drv *d)
 {
-	struct vring_desc *t = table_at_end(d, 1, 0);
+	struct vring_desc *t = split_table_at_end(d, 1, 0);
 
-	set_desc(t, 0, R0_GPA, 16, INDIR, 0);
-	post(d, 0);
+	split_set_desc(t, 0, R0_GPA, 16, INDIR, 0);
+	split_post(d, 0);
 }
 
-static void b_ind_with_next(struct drv *d)
+static void split_b_ind_with_next(struct split_drv *d)
 {
-	table_at_end(d, 1, 0);
+	split_table_at_end(d, 1, 0);
 	d->desc[0].flags = htole16(INDIR | NEXT);
 	d->desc[0].next = htole16(1);
-	set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
+	split_post(d, 0);
 }
 
-static void b_ind_len0(struct drv *d)
+static void split_b_ind_len0(struct split_drv *d)
 {
-	set_desc(d->desc, 0, R1_GPA, 0, INDIR, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, R1_GPA, 0, INDIR, 0);
+	split_post(d, 0);
 }
 
-static void b_ind_len24(struct drv *d)
+static void split_b_ind_len24(struct split_drv *d)
 {
-	set_desc(d->desc, 0, R1_GPA, 24, INDIR, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, R1_GPA, 24, INDIR, 0);
+	split_post(d, 0);
 }
 
-static void b_ind_outside(struct drv *d)
+static void split_b_ind_outside(struct split_drv *d)
 {
-	set_desc(d->desc, 0, GAP_GPA, 32, INDIR, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, GAP_GPA, 32, INDIR, 0);
+	split_post(d, 0);
 }
 
-static void b_ind_past_end(struct drv *d)
+static void split_b_ind_past_end(struct split_drv *d)
 {
-	set_desc(d->desc, 0, R1_GPA + R1_SIZE - 16, 32, INDIR, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, R1_GPA + R1_SIZE - 16, 32, INDIR, 0);
+	split_post(d, 0);
 }
 
-static void b_ind_unnegotiated(struct drv *d)
+static void split_b_ind_unnegotiated(struct split_drv *d)
 {
-	struct vring_desc *t = table_at_end(d, 1, 0);
+	struct vring_desc *t = split_table_at_end(d, 1, 0);
 
-	set_desc(t, 0, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
-	post(d, 0);
+	split_set_desc(t, 0, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
+	split_post(d, 0);
 }
 
-static void b_ind_pieces(struct drv *d)
+static void split_b_ind_pieces(struct split_drv *d)
 {
-	struct vring_desc *t = table_at_end(d, VIRTQ_CHAIN_MAX_PIECES + 1, 0);
+	struct vring_desc *t = split_table_at_end(d, VIRTQ_CHAIN_MAX_PIECES + 1, 0);
 	uint64_t b = gbuf(&d->next_gpa, 1, 0);
 	uint16_t i;
 
 	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
-		set_desc(t, i, b, 1, i < VIRTQ_CHAIN_MAX_PIECES ? NEXT : 0, i + 1);
-	post(d, 0);
+		split_set_desc(t, i, b, 1, i < VIRTQ_CHAIN_MAX_PIECES ? NEXT : 0, i + 1);
+	split_post(d, 0);
 }
 
-static void b_addr_outside(struct drv *d)
+static void split_b_addr_outside(struct split_drv *d)
 {
-	set_desc(d->desc, 0, GAP_GPA, 8, 0, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, GAP_GPA, 8, 0, 0);
+	split_post(d, 0);
 }
 
-static void b_addr_past_end(struct drv *d)
+static void split_b_addr_past_end(struct split_drv *d)
 {
-	set_desc(d->desc, 0, R1_GPA + R1_SIZE - 4, 8, 0, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, R1_GPA + R1_SIZE - 4, 8, 0, 0);
+	split_post(d, 0);
 }
 
 /* An empty writable descriptor before a readable one: the order rule holds for empties too. */
-static void b_order_empty(struct drv *d)
+static void split_b_order_empty(struct split_drv *d)
 {
-	set_desc(d->desc, 0, R0_GPA, 0, WRITE | NEXT, 1);
-	set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, R0_GPA, 0, WRITE | NEXT, 1);
+	split_set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
+	split_post(d, 0);
 }
 
 /* An empty readable descriptor after a writable one. */
-static void b_order_empty_after(struct drv *d)
+static void split_b_order_empty_after(struct split_drv *d)
 {
-	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, WRITE | NEXT, 1);
-	set_desc(d->desc, 1, R0_GPA, 0, 0, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, WRITE | NEXT, 1);
+	split_set_desc(d->desc, 1, R0_GPA, 0, 0, 0);
+	split_post(d, 0);
 }
 
 /* 64 one-byte buffers and one empty descriptor: the empty one takes the 65th piece's room. */
-static void b_pieces_empty(struct drv *d)
+static void split_b_pieces_empty(struct split_drv *d)
 {
-	struct vring_desc *t = table_at_end(d, VIRTQ_CHAIN_MAX_PIECES + 1, 0);
+	struct vring_desc *t = split_table_at_end(d, VIRTQ_CHAIN_MAX_PIECES + 1, 0);
 	uint64_t b = gbuf(&d->next_gpa, 1, 0);
 	uint16_t i;
 
 	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
-		set_desc(t, i, b, i == 10 ? 0 : 1, i < VIRTQ_CHAIN_MAX_PIECES ? NEXT : 0, i + 1);
-	post(d, 0);
+		split_set_desc(t, i, b, i == 10 ? 0 : 1, i < VIRTQ_CHAIN_MAX_PIECES ? NEXT : 0,
+				i + 1);
+	split_post(d, 0);
 }
 
 /* 65 empty descriptors: bounded like 65 pieces, whatever the table's size. */
-static void b_empties(struct drv *d)
+static void split_b_empties(struct split_drv *d)
 {
-	struct vring_desc *t = table_at_end(d, VIRTQ_CHAIN_MAX_PIECES + 1, 0);
+	struct vring_desc *t = split_table_at_end(d, VIRTQ_CHAIN_MAX_PIECES + 1, 0);
 	uint16_t i;
 
 	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
-		set_desc(t, i, R0_GPA, 0, i < VIRTQ_CHAIN_MAX_PIECES ? NEXT : 0, i + 1);
-	post(d, 0);
+		split_set_desc(t, i, R0_GPA, 0, i < VIRTQ_CHAIN_MAX_PIECES ? NEXT : 0, i + 1);
+	split_post(d, 0);
 }
 
 /* A loop of empty descriptors still ends as a loop. */
-static void b_empty_loop(struct drv *d)
+static void split_b_empty_loop(struct split_drv *d)
 {
-	set_desc(d->desc, 0, R0_GPA, 0, NEXT, 1);
-	set_desc(d->desc, 1, R0_GPA, 0, NEXT, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, R0_GPA, 0, NEXT, 1);
+	split_set_desc(d->desc, 1, R0_GPA, 0, NEXT, 0);
+	split_post(d, 0);
 }
 
 /* An empty descriptor does not excuse a bad next. */
-static void b_empty_next(struct drv *d)
+static void split_b_empty_next(struct split_drv *d)
 {
-	set_desc(d->desc, 0, R0_GPA, 0, NEXT, 8);
-	post(d, 0);
+	split_set_desc(d->desc, 0, R0_GPA, 0, NEXT, 8);
+	split_post(d, 0);
 }
 
-static void b_len_4g_small(struct drv *d)
+static void split_b_len_4g_small(struct split_drv *d)
 {
-	set_desc(d->desc, 0, R0_GPA, UINT32_MAX, 0, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, R0_GPA, UINT32_MAX, 0, 0);
+	split_post(d, 0);
 }
 
-static void b_len_4g_total(struct drv *d)
+static void split_b_len_4g_total(struct split_drv *d)
 {
-	set_desc(d->desc, 0, BIG_GPA, UINT32_MAX, NEXT, 1);
-	set_desc(d->desc, 1, BIG_GPA, 1, 0, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, BIG_GPA, UINT32_MAX, NEXT, 1);
+	split_set_desc(d->desc, 1, BIG_GPA, 1, 0, 0);
+	split_post(d, 0);
 }
 
-static void b_len_4g_writable(struct drv *d)
+static void split_b_len_4g_writable(struct split_drv *d)
 {
-	set_desc(d->desc, 0, BIG_GPA, 0x80000000u, WRITE | NEXT, 1);
-	set_desc(d->desc, 1, BIG_GPA, 0x80000000u, WRITE, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, BIG_GPA, 0x80000000u, WRITE | NEXT, 1);
+	split_set_desc(d->desc, 1, BIG_GPA, 0x80000000u, WRITE, 0);
+	split_post(d, 0);
 }
 
-static void b_order(struct drv *d)
+static void split_b_order(struct split_drv *d)
 {
-	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, WRITE | NEXT, 1);
-	set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
-	post(d, 0);
+	split_set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, WRITE | NEXT, 1);
+	split_set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
+	split_post(d, 0);
 }
 
-static void test_broken(void)
+static void split_test_broken(void)
 {
-	expect_broken(0, b_avail_jump, VIRTQ_ERR_AVAIL_IDX, "avail->idx ahead by size + 1");
-	expect_broken(0, b_avail_back, VIRTQ_ERR_AVAIL_IDX, "avail->idx moved backwards");
-	expect_broken(0, b_head, VIRTQ_ERR_HEAD, "head == size");
-	expect_broken(0, b_head_max, VIRTQ_ERR_HEAD, "head 0xffff");
-	expect_broken(0, b_next, VIRTQ_ERR_NEXT, "next == size");
-	expect_broken(0, b_loop, VIRTQ_ERR_LOOP, "direct loop 0 -> 1 -> 0");
-	expect_broken(0, b_self_loop, VIRTQ_ERR_LOOP, "descriptor pointing at itself");
-	expect_broken(F_INDIRECT, b_ind_loop, VIRTQ_ERR_LOOP, "loop inside an indirect table");
-	expect_broken(F_INDIRECT, b_ind_next, VIRTQ_ERR_NEXT, "next beyond the indirect table");
-	expect_broken(F_INDIRECT, b_ind_nested, VIRTQ_ERR_INDIRECT_NESTED, "indirect in indirect");
-	expect_broken(F_INDIRECT, b_ind_with_next, VIRTQ_ERR_INDIRECT_NEXT,
+	split_expect_broken(0, split_b_avail_jump, VIRTQ_ERR_AVAIL_IDX,
+			"avail->idx ahead by size + 1");
+	split_expect_broken(0, split_b_avail_back, VIRTQ_ERR_AVAIL_IDX,
+			"avail->idx moved backwards");
+	split_expect_broken(0, split_b_head, VIRTQ_ERR_HEAD, "head == size");
+	split_expect_broken(0, split_b_head_max, VIRTQ_ERR_HEAD, "head 0xffff");
+	split_expect_broken(0, split_b_next, VIRTQ_ERR_NEXT, "next == size");
+	split_expect_broken(0, split_b_loop, VIRTQ_ERR_LOOP, "direct loop 0 -> 1 -> 0");
+	split_expect_broken(0, split_b_self_loop, VIRTQ_ERR_LOOP, "descriptor pointing at itself");
+	split_expect_broken(F_INDIRECT, split_b_ind_loop, VIRTQ_ERR_LOOP,
+			"loop inside an indirect table");
+	split_expect_broken(F_INDIRECT, split_b_ind_next, VIRTQ_ERR_NEXT,
+			"next beyond the indirect table");
+	split_expect_broken(F_INDIRECT, split_b_ind_nested, VIRTQ_ERR_INDIRECT_NESTED,
+			"indirect in indirect");
+	split_expect_broken(F_INDIRECT, split_b_ind_with_next, VIRTQ_ERR_INDIRECT_NEXT,
 			"indirect descriptor with NEXT");
-	expect_broken(F_INDIRECT, b_ind_len0, VIRTQ_ERR_INDIRECT_LEN, "indirect length 0");
-	expect_broken(F_INDIRECT, b_ind_len24, VIRTQ_ERR_INDIRECT_LEN, "indirect length 24");
-	expect_broken(F_INDIRECT, b_ind_outside, VIRTQ_ERR_INDIRECT_ADDR,
+	split_expect_broken(F_INDIRECT, split_b_ind_len0, VIRTQ_ERR_INDIRECT_LEN,
+			"indirect length 0");
+	split_expect_broken(F_INDIRECT, split_b_ind_len24, VIRTQ_ERR_INDIRECT_LEN,
+			"indirect length 24");
+	split_expect_broken(F_INDIRECT, split_b_ind_outside, VIRTQ_ERR_INDIRECT_ADDR,
 			"indirect table outside memory");
-	expect_broken(F_INDIRECT, b_ind_past_end, VIRTQ_ERR_INDIRECT_ADDR,
+	split_expect_broken(F_INDIRECT, split_b_ind_past_end, VIRTQ_ERR_INDIRECT_ADDR,
 			"indirect table running off the end of memory");
-	expect_broken(0, b_ind_unnegotiated, VIRTQ_ERR_INDIRECT_FEATURE,
+	split_expect_broken(0, split_b_ind_unnegotiated, VIRTQ_ERR_INDIRECT_FEATURE,
 			"indirect without the feature");
-	expect_broken(F_INDIRECT, b_ind_pieces, VIRTQ_ERR_PIECES, "65 buffers in one chain");
-	expect_broken(0, b_addr_outside, VIRTQ_ERR_DESC_ADDR, "buffer outside memory");
-	expect_broken(0, b_addr_past_end, VIRTQ_ERR_DESC_ADDR, "buffer running off the end");
-	expect_broken(0, b_order_empty, VIRTQ_ERR_DESC_ORDER, "readable after empty writable");
-	expect_broken(0, b_order_empty_after, VIRTQ_ERR_DESC_ORDER,
+	split_expect_broken(F_INDIRECT, split_b_ind_pieces, VIRTQ_ERR_PIECES,
+			"65 buffers in one chain");
+	split_expect_broken(0, split_b_addr_outside, VIRTQ_ERR_DESC_ADDR, "buffer outside memory");
+	split_expect_broken(0, split_b_addr_past_end, VIRTQ_ERR_DESC_ADDR,
+			"buffer running off the end");
+	split_expect_broken(0, split_b_order_empty, VIRTQ_ERR_DESC_ORDER,
+			"readable after empty writable");
+	split_expect_broken(0, split_b_order_empty_after, VIRTQ_ERR_DESC_ORDER,
 			"empty readable after writable");
-	expect_broken(F_INDIRECT, b_pieces_empty, VIRTQ_ERR_PIECES,
+	split_expect_broken(F_INDIRECT, split_b_pieces_empty, VIRTQ_ERR_PIECES,
 			"64 buffers and one empty descriptor");
-	expect_broken(F_INDIRECT, b_empties, VIRTQ_ERR_PIECES, "65 empty descriptors");
-	expect_broken(0, b_empty_loop, VIRTQ_ERR_LOOP, "loop of empty descriptors");
-	expect_broken(0, b_empty_next, VIRTQ_ERR_NEXT, "empty descriptor with next == size");
-	expect_broken(0, b_len_4g_small, VIRTQ_ERR_DESC_ADDR, "4 GiB - 1 buffer in 64 KiB");
-	expect_broken(0, b_len_4g_total, VIRTQ_ERR_CHAIN_LEN, "readable total of 4 GiB");
-	expect_broken(0, b_len_4g_writable, VIRTQ_ERR_CHAIN_LEN, "writable total of 4 GiB");
-	expect_broken(0, b_order, VIRTQ_ERR_DESC_ORDER, "readable after writable");
+	split_expect_broken(F_INDIRECT, split_b_empties, VIRTQ_ERR_PIECES, "65 empty descriptors");
+	split_expect_broken(0, split_b_empty_loop, VIRTQ_ERR_LOOP, "loop of empty descriptors");
+	split_expect_broken(0, split_b_empty_next, VIRTQ_ERR_NEXT,
+			"empty descriptor with next == size");
+	split_expect_broken(0, split_b_len_4g_small, VIRTQ_ERR_DESC_ADDR,
+			"4 GiB - 1 buffer in 64 KiB");
+	split_expect_broken(0, split_b_len_4g_total, VIRTQ_ERR_CHAIN_LEN,
+			"readable total of 4 GiB");
+	split_expect_broken(0, split_b_len_4g_writable, VIRTQ_ERR_CHAIN_LEN,
+			"writable total of 4 GiB");
+	split_expect_broken(0, split_b_order, VIRTQ_ERR_DESC_ORDER, "readable after writable");
 }
 
-/* A sentinel the device must neither read as data nor write: where empty descriptors point. */
-#define SENTINEL 0xee
-
-/*
- * Empty descriptors are legal (virtio does not forbid them; Linux vhost skips
- * them): a chain's bytes are those of its non-empty descriptors, wherever the
- * empty ones sit, and a chain of empty ones only is a chain with no bytes.
- */
-static void test_zero_len(void)
+static void split_test_big_ok(void)
 {
-	struct drv *d = drv_new(16, 0, F_INDIRECT);
-	struct virtq_chain c[8];
-	uint64_t hdr = gbuf(&d->next_gpa, 44, 0x20), pay = gbuf(&d->next_gpa, 100, 0x20 + 44);
-	uint64_t h1 = gbuf(&d->next_gpa, 20, 0x60), h2 = gbuf(&d->next_gpa, 124, 0x60 + 20);
-	uint64_t sent = gbuf(&d->next_gpa, 64, 0), rx1 = gbuf(&d->next_gpa, 64, 0);
-	uint64_t rx2 = gbuf(&d->next_gpa, 32, 0), tgpa = R1_GPA + 0x200;
-	uint64_t ok_buf = gbuf(&d->next_gpa, 44, 0x30);
-	struct vring_desc t[4];
-	uint8_t buf[160], out[96];
-	unsigned int i;
-	uint32_t len;
-
-	memset(hva(sent), SENTINEL, 64);
-	/* First: 0 -> 1 -> 2, the empty one first. */
-	set_desc(d->desc, 0, sent, 0, NEXT, 1);
-	set_desc(d->desc, 1, hdr, 44, NEXT, 2);
-	set_desc(d->desc, 2, pay, 100, 0, 0);
-	/* Middle, with the header split around it: 3 -> 4 -> 5. */
-	set_desc(d->desc, 3, h1, 20, NEXT, 4);
-	set_desc(d->desc, 4, sent, 0, NEXT, 5);
-	set_desc(d->desc, 5, h2, 124, 0, 0);
-	/* Last, pointing outside guest memory: an empty buffer's address names no byte. */
-	set_desc(d->desc, 6, hdr, 44, NEXT, 7);
-	set_desc(d->desc, 7, pay, 100, NEXT, 8);
-	set_desc(d->desc, 8, GAP_GPA, 0, 0, 0);
-	/* An indirect table holding one, between header and payload. */
-	set_desc(t, 0, hdr, 44, NEXT, 1);
-	set_desc(t, 1, sent, 0, NEXT, 2);
-	set_desc(t, 2, pay, 100, 0, 0);
-	memcpy(hva(tgpa), t, 3 * sizeof(t[0]));
-	set_desc(d->desc, 9, tgpa, 3 * sizeof(t[0]), INDIR, 0);
-	/* Nothing but empty descriptors, then an ordinary chain behind it. */
-	set_desc(d->desc, 10, sent, 0, NEXT, 11);
-	set_desc(d->desc, 11, GAP_GPA, 0, 0, 0);
-	set_desc(d->desc, 12, ok_buf, 44, 0, 0);
-	post(d, 0);
-	post(d, 3);
-	post(d, 6);
-	post(d, 9);
-	post(d, 10);
-	post(d, 12);
-
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 6 && !d->vq.broken,
-			"zero-len: six chains dequeued, queue not broken");
-	tap_ok(c[0].head == 0 && c[0].nr_readable == 2 && c[0].nr_pieces == 2 &&
-			c[0].readable_len == 144 && c[0].pieces[0].addr == hva(hdr) &&
-			virtq_chain_read(&c[0], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x20),
-			"zero-len: empty descriptor first: the 144 bytes of the other two");
-	tap_ok(c[1].head == 3 && c[1].nr_pieces == 2 && c[1].readable_len == 144 &&
-			virtq_chain_read(&c[1], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x60),
-			"zero-len: empty descriptor in the middle of a split header: bytes exact");
-	tap_ok(virtq_chain_read(&c[1], 10, buf, 40) == 40 && check_bytes(buf, 40, 0x60 + 10),
-			"zero-len: a read across the empty descriptor's place is seamless");
-	tap_ok(c[2].head == 6 && c[2].nr_pieces == 2 && c[2].readable_len == 144 &&
-			virtq_chain_read(&c[2], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x20),
-			"zero-len: empty descriptor last (address outside memory): bytes exact");
-	tap_ok(c[3].head == 9 && c[3].nr_pieces == 2 && c[3].readable_len == 144 &&
-			virtq_chain_read(&c[3], 0, buf, sizeof(buf)) == 144 &&
-			check_bytes(buf, 144, 0x20),
-			"zero-len: empty entry in an indirect table: bytes exact");
-	tap_ok(c[4].head == 10 && c[4].nr_readable == 0 && c[4].nr_pieces == 0 &&
-			c[4].readable_len == 0 && c[4].writable_len == 0 &&
-			virtq_chain_read(&c[4], 0, buf, 44) == 0,
-			"zero-len: a chain of empty descriptors only has no bytes");
-	tap_ok(c[5].head == 12 && c[5].readable_len == 44 &&
-			virtq_chain_read(&c[5], 0, buf, 44) == 44 && check_bytes(buf, 44, 0x30),
-			"zero-len: the chain behind it is served");
-	for (i = 0; i < 6; i++)
-		virtq_complete(&d->vq, c[i].head, 0);
-	virtq_flush(&d->vq);
-	tap_ok(used_idx(d) == 6 && le32toh(d->used->ring[4].id) == 10 &&
-			le32toh(d->used->ring[4].len) == 0,
-			"zero-len: the empty chain's head goes back in the used ring with len 0");
-
-	/* rx: empty writable descriptors add no room; bytes land only in the others. */
-	set_desc(d->desc, 13, sent, 0, WRITE | NEXT, 14);
-	set_desc(d->desc, 14, rx1, 64, WRITE | NEXT, 15);
-	set_desc(d->desc, 15, sent, 0, WRITE | NEXT, 0);
-	set_desc(d->desc, 0, rx2, 32, WRITE | NEXT, 1);
-	set_desc(d->desc, 1, sent, 0, WRITE, 0);
-	/* And an rx chain with no room at all. */
-	set_desc(d->desc, 2, sent, 0, WRITE, 0);
-	post(d, 13);
-	post(d, 2);
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 8) == 2 && !d->vq.broken && c[0].head == 13 &&
-			c[0].nr_readable == 0 && c[0].nr_pieces == 2 && c[0].writable_len == 96 &&
-			c[0].pieces[0].addr == hva(rx1) && c[0].pieces[1].addr == hva(rx2),
-			"zero-len rx: room is 64 + 32, empty descriptors add none");
-	for (i = 0; i < sizeof(out); i++)
-		out[i] = (uint8_t)(0x90 + i);
-	len = virtq_chain_write(&c[0], 0, out, sizeof(out));
-	tap_ok(len == 96 && check_bytes(hva(rx1), 64, 0x90) && check_bytes(hva(rx2), 32, 0x90 + 64),
-			"zero-len rx: 96 bytes written, in order, into the two non-empty buffers");
-	for (i = 0; i < 64; i++)
-		if (((uint8_t *)hva(sent))[i] != SENTINEL)
-			break;
-	tap_ok(i == 64, "zero-len rx: nothing written where the empty descriptors point");
-	tap_ok(c[1].head == 2 && c[1].nr_pieces == 0 && c[1].writable_len == 0 &&
-			virtq_chain_write(&c[1], 0, out, 1) == 0,
-			"zero-len rx: a chain of empty writable descriptors has no room");
-	drv_free(d);
-}
-
-static void test_big_ok(void)
-{
-	struct drv *d = drv_new(8, 0, 0);
+	struct split_drv *d = split_drv_new(8, 0, 0);
 	struct virtq_chain c[1];
 
-	set_desc(d->desc, 0, BIG_GPA, UINT32_MAX, 0, 0);
-	post(d, 0);
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 1) == 1 && c[0].readable_len == UINT32_MAX &&
+	split_set_desc(d->desc, 0, BIG_GPA, UINT32_MAX, 0, 0);
+	split_post(d, 0);
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 1) == 1 && c[0].readable_len == UINT32_MAX &&
 			c[0].pieces[0].addr == big, "4 GiB - 1 buffer inside memory accepted");
-	drv_free(d);
+	split_drv_free(d);
 }
 
-static void test_partial_burst(void)
+static void split_test_partial_burst(void)
 {
-	struct drv *d = drv_new(8, 0, 0);
+	struct split_drv *d = split_drv_new(8, 0, 0);
 	struct virtq_chain c[4];
 
-	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
-	set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
-	post(d, 0);
-	post(d, 1);
-	post(d, 9);
-	post(d, 0);
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 2 && c[0].head == 0 && c[1].head == 1 &&
+	split_set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
+	split_set_desc(d->desc, 1, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
+	split_post(d, 0);
+	split_post(d, 1);
+	split_post(d, 9);
+	split_post(d, 0);
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 2 && c[0].head == 0 && c[1].head == 1 &&
 			d->vq.broken && d->vq.broken_reason == VIRTQ_ERR_HEAD &&
 			d->vq.last_avail_idx == 2,
 			"partial: the two good chains before a bad head are returned");
-	tap_ok(virtq_dequeue_burst(&d->vq, c, 4) == 0, "partial: then nothing");
-	virtq_complete(&d->vq, 0, 0);
-	virtq_complete(&d->vq, 1, 0);
-	virtq_flush(&d->vq);
-	tap_ok(used_idx(d) == 2, "partial: the good chains can still be completed");
-	drv_free(d);
+	tap_ok(virtq_split_dequeue_burst(&d->vq, c, 4) == 0, "partial: then nothing");
+	virtq_split_complete(&d->vq, 0, 0);
+	virtq_split_complete(&d->vq, 1, 0);
+	virtq_split_flush(&d->vq);
+	tap_ok(split_used_idx(d) == 2, "partial: the good chains can still be completed");
+	split_drv_free(d);
 }
 
-static void publish(struct drv *d, unsigned int n)
+static void split_publish(struct split_drv *d, unsigned int n)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		virtq_complete(&d->vq, 0, 0);
-	virtq_flush(&d->vq);
+		virtq_split_complete(&d->vq, 0, 0);
+	virtq_split_flush(&d->vq);
 }
 
-static void test_event_idx(void)
+static void split_test_event_idx(void)
 {
-	struct drv *d = drv_new(8, 0, F_EVENT_IDX);
+	struct split_drv *d = split_drv_new(8, 0, F_EVENT_IDX);
 	unsigned int i;
 
-	publish(d, 1);
-	tap_ok(virtq_should_notify(&d->vq), "event_idx: first decision notifies");
-	tap_ok(!virtq_should_notify(&d->vq), "event_idx: nothing new, no notify");
-	set_used_event(d, 1);
-	publish(d, 2);
-	tap_ok(virtq_should_notify(&d->vq), "event_idx: 1 -> 3 passes used_event 1");
-	set_used_event(d, 10);
-	publish(d, 2);
-	tap_ok(!virtq_should_notify(&d->vq), "event_idx: 3 -> 5 does not reach used_event 10");
-	publish(d, 6);
-	tap_ok(virtq_should_notify(&d->vq), "event_idx: 5 -> 11 passes used_event 10");
+	split_publish(d, 1);
+	tap_ok(virtq_split_should_notify(&d->vq), "event_idx: first decision notifies");
+	tap_ok(!virtq_split_should_notify(&d->vq), "event_idx: nothing new, no notify");
+	split_set_used_event(d, 1);
+	split_publish(d, 2);
+	tap_ok(virtq_split_should_notify(&d->vq), "event_idx: 1 -> 3 passes used_event 1");
+	split_set_used_event(d, 10);
+	split_publish(d, 2);
+	tap_ok(!virtq_split_should_notify(&d->vq),
+			"event_idx: 3 -> 5 does not reach used_event 10");
+	split_publish(d, 6);
+	tap_ok(virtq_split_should_notify(&d->vq), "event_idx: 5 -> 11 passes used_event 10");
 	tap_ok(d->vq.stats.notify_yes == 3 && d->vq.stats.notify_no == 2,
 			"event_idx: decisions counted");
-	drv_free(d);
+	split_drv_free(d);
 
-	d = drv_new(8, 65530, F_EVENT_IDX);
-	publish(d, 1);
-	virtq_should_notify(&d->vq);
-	set_used_event(d, 65535);
-	publish(d, 4);
-	tap_ok(!virtq_should_notify(&d->vq), "event_idx wrap: 65531 -> 65535 not past 65535");
-	publish(d, 2);
-	tap_ok(virtq_should_notify(&d->vq), "event_idx wrap: 65535 -> 1 passes 65535");
-	set_used_event(d, 3);
-	publish(d, 1);
-	tap_ok(!virtq_should_notify(&d->vq), "event_idx wrap: 1 -> 2 not past 3");
-	drv_free(d);
+	d = split_drv_new(8, 65530, F_EVENT_IDX);
+	split_publish(d, 1);
+	virtq_split_should_notify(&d->vq);
+	split_set_used_event(d, 65535);
+	split_publish(d, 4);
+	tap_ok(!virtq_split_should_notify(&d->vq), "event_idx wrap: 65531 -> 65535 not past 65535");
+	split_publish(d, 2);
+	tap_ok(virtq_split_should_notify(&d->vq), "event_idx wrap: 65535 -> 1 passes 65535");
+	split_set_used_event(d, 3);
+	split_publish(d, 1);
+	tap_ok(!virtq_split_should_notify(&d->vq), "event_idx wrap: 1 -> 2 not past 3");
+	split_drv_free(d);
 
 	/* 65536 entries published with no decision in between: the guard must fire. */
-	d = drv_new(1024, 100, F_EVENT_IDX);
-	publish(d, 1);
-	virtq_should_notify(&d->vq);
-	set_used_event(d, 101 + 30000);
+	d = split_drv_new(1024, 100, F_EVENT_IDX);
+	split_publish(d, 1);
+	virtq_split_should_notify(&d->vq);
+	split_set_used_event(d, 101 + 30000);
 	for (i = 0; i < 64; i++)
-		publish(d, 1024);
+		split_publish(d, 1024);
 	tap_ok(d->vq.last_used_idx == 101 && !d->vq.signalled_used_valid,
 			"event_idx guard: a full 16-bit lap invalidates signalled_used");
-	tap_ok(virtq_should_notify(&d->vq), "event_idx guard: then the guest is notified");
-	drv_free(d);
+	tap_ok(virtq_split_should_notify(&d->vq), "event_idx guard: then the guest is notified");
+	split_drv_free(d);
 }
 
-static void test_no_event_idx(void)
+static void split_test_no_event_idx(void)
 {
-	struct drv *d = drv_new(8, 0, 0);
+	struct split_drv *d = split_drv_new(8, 0, 0);
 	uint16_t avail_event;
 
 	d->avail->flags = htole16(VRING_AVAIL_F_NO_INTERRUPT);
-	publish(d, 1);
-	tap_ok(!virtq_should_notify(&d->vq), "flags: NO_INTERRUPT honoured");
+	split_publish(d, 1);
+	tap_ok(!virtq_split_should_notify(&d->vq), "flags: NO_INTERRUPT honoured");
 	d->avail->flags = 0;
-	tap_ok(!virtq_should_notify(&d->vq), "flags: nothing new since, no notify");
-	publish(d, 1);
-	tap_ok(virtq_should_notify(&d->vq), "flags: interrupts wanted, notify");
+	tap_ok(!virtq_split_should_notify(&d->vq), "flags: nothing new since, no notify");
+	split_publish(d, 1);
+	tap_ok(virtq_split_should_notify(&d->vq), "flags: interrupts wanted, notify");
 	tap_ok(d->vq.stats.notify_yes == 1 && d->vq.stats.notify_no == 2, "flags: counted");
-	virtq_disable_guest_kicks(&d->vq);
+	virtq_split_disable_guest_kicks(&d->vq);
 	tap_ok(le16toh(d->used->flags) == VRING_USED_F_NO_NOTIFY, "kicks: NO_NOTIFY set");
-	drv_free(d);
+	split_drv_free(d);
 
-	d = drv_new(8, 500, F_EVENT_IDX);
-	set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
-	post(d, 0);
-	post(d, 0);
-	post(d, 0);
+	d = split_drv_new(8, 500, F_EVENT_IDX);
+	split_set_desc(d->desc, 0, gbuf(&d->next_gpa, 8, 0), 8, 0, 0);
+	split_post(d, 0);
+	split_post(d, 0);
+	split_post(d, 0);
 	{
 		struct virtq_chain c[3];
 
-		virtq_dequeue_burst(&d->vq, c, 3);
+		virtq_split_dequeue_burst(&d->vq, c, 3);
 	}
-	virtq_disable_guest_kicks(&d->vq);
+	virtq_split_disable_guest_kicks(&d->vq);
 	memcpy(&avail_event, &d->used->ring[8], sizeof(avail_event));
 	tap_ok(le16toh(avail_event) == 502 &&
 			le16toh(d->used->flags) == VRING_USED_F_NO_NOTIFY,
 			"kicks: avail_event one behind what was consumed (502)");
-	drv_free(d);
+	split_drv_free(d);
 }
 
-static void rnd_descs(struct vring_desc *t, unsigned int n)
+static void split_rnd_descs(struct vring_desc *t, unsigned int n)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		set_desc(t, i, rnd_addr(), rnd_len(), rnd() % 8, rnd() % (n + 2));
+		split_set_desc(t, i, rnd_addr(), rnd_len(), rnd() % 8, rnd() % (n + 2));
 }
 
 /*
@@ -892,33 +847,1127 @@ static void rnd_descs(struct vring_desc *t, unsigned int n)
  * a chain either comes out consistent and inside guest memory or the queue
  * breaks; under ASan any read outside the rings or regions aborts the test.
  */
-static void test_random(void)
+static void split_test_random(void)
 {
-	struct drv *d = drv_new(8, 0, F_INDIRECT);
+	struct split_drv *d = split_drv_new(8, 0, F_INDIRECT);
 	struct virtq_chain c[8];
 	unsigned int iter, good = 0, broken = 0, bad = 0;
 
 	for (iter = 0; iter < 20000; iter++) {
 		uint16_t start = rnd(), n, i;
 
-		rnd_descs(d->desc, 8);
-		rnd_descs(hva(R1_GPA + R1_SIZE - 256), 16);
+		split_rnd_descs(d->desc, 8);
+		split_rnd_descs(hva(R1_GPA + R1_SIZE - 256), 16);
 		for (i = 0; i < 8; i++)
 			d->avail->ring[i] = htole16(rnd() % 4 == 0 ? rnd() : rnd() % 8);
 		d->avail->idx = htole16(start + rnd() % 10);
-		if (virtq_init(&d->vq, &mem, d->desc, d->avail, d->used, 8, start, start,
+		if (virtq_split_init(&d->vq, &mem, d->desc, d->avail, d->used, 8, start, start,
 				F_INDIRECT) != 0)
 			abort();
-		n = virtq_dequeue_burst(&d->vq, c, 8);
+		n = virtq_split_dequeue_burst(&d->vq, c, 8);
 		broken += d->vq.broken;
 		good += n;
 		for (i = 0; i < n; i++)
 			bad += chain_faults(&c[i], 8);
 	}
-	tap_diag("random rings: %u chains accepted, %u queues broken", good, broken);
-	tap_ok(bad == 0 && good > 0 && broken > 0,
-			"random rings: every accepted chain consistent and inside memory");
-	drv_free(d);
+	random_verdict(good, broken, bad);
+	split_drv_free(d);
+}
+
+
+/* ---- Packed rings ---- */
+#define AVAIL	(1u << VRING_PACKED_DESC_F_AVAIL)
+#define USED	(1u << VRING_PACKED_DESC_F_USED)
+#define WRAP	VIRTQ_PACKED_WRAP
+
+/* The fake driver: its ring, event structures, and positions (index + wrap). */
+struct packed_drv {
+	struct virtq vq;
+	struct vring_packed_desc *desc;
+	struct vring_packed_desc_event *drv_ev;
+	struct vring_packed_desc_event *dev_ev;
+	uint16_t size;
+	uint16_t avail;		/* next position to make available, encoded */
+	uint16_t used;		/* next position to read a used descriptor at, encoded */
+	uint64_t next_gpa;
+};
+
+static uint16_t packed_padd(uint16_t pos, unsigned int n, uint16_t size)
+{
+	unsigned int idx = (pos & 0x7fff) + n;
+
+	if (idx >= size) {
+		idx -= size;
+		pos ^= WRAP;
+	}
+	return (uint16_t)((pos & WRAP) | idx);
+}
+
+static struct packed_drv *packed_drv_new(uint16_t size, uint16_t start, uint64_t features)
+{
+	struct packed_drv *d = xalloc(64, sizeof(*d));
+
+	d->size = size;
+	d->desc = xalloc(16, sizeof(*d->desc) * size);
+	d->drv_ev = xalloc(4, sizeof(*d->drv_ev));
+	d->dev_ev = xalloc(4, sizeof(*d->dev_ev));
+	d->avail = start;
+	d->used = start;
+	d->next_gpa = R0_GPA;
+	if (virtq_packed_init(&d->vq, &mem, d->desc, d->drv_ev, d->dev_ev, size, start, start,
+			features) != 0)
+		abort();
+	return d;
+}
+
+static void packed_drv_free(struct packed_drv *d)
+{
+	free(d->desc);
+	free(d->drv_ev);
+	free(d->dev_ev);
+	free(d);
+}
+
+static uint16_t packed_avail_flags(uint16_t pos)
+{
+	return (pos & WRAP) ? AVAIL : USED;
+}
+
+/*
+ * Make a chain of @p n buffers available with buffer id @p id, as a driver
+ * does: every descriptor but the first, then the first one's flags with
+ * release. Returns the ring index of its first descriptor.
+ */
+static uint16_t packed_post(struct packed_drv *d, const struct buf *b, unsigned int n,
+		uint16_t id)
+{
+	uint16_t first = d->avail, pos = d->avail, head_flags = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct vring_packed_desc *e = &d->desc[pos & 0x7fff];
+		uint16_t f = b[i].flags | packed_avail_flags(pos) | (i + 1 < n ? NEXT : 0);
+
+		e->addr = htole64(b[i].gpa);
+		e->len = htole32(b[i].len);
+		e->id = htole16(id);
+		if (i == 0)
+			head_flags = f;
+		else
+			e->flags = htole16(f);
+		pos = packed_padd(pos, 1, d->size);
+	}
+	__atomic_store_n(&d->desc[first & 0x7fff].flags, htole16(head_flags), __ATOMIC_RELEASE);
+	d->avail = pos;
+	return first & 0x7fff;
+}
+
+static uint16_t packed_post1(struct packed_drv *d, uint64_t gpa, uint32_t len, uint16_t flags,
+		uint16_t id)
+{
+	struct buf b = { gpa, len, flags };
+
+	return packed_post(d, &b, 1, id);
+}
+
+/* Whether a used descriptor waits at the driver's next used position. */
+static bool packed_used_ready(const struct packed_drv *d)
+{
+	uint16_t f = le16toh(__atomic_load_n(&d->desc[d->used & 0x7fff].flags, __ATOMIC_ACQUIRE));
+	bool w = d->used & WRAP;
+
+	return !!(f & AVAIL) == w && !!(f & USED) == w;
+}
+
+/* Consume a used descriptor that stands for @p ndescs ring slots: its id, or -1. */
+static int packed_get_used(struct packed_drv *d, uint16_t ndescs, uint32_t *len)
+{
+	const struct vring_packed_desc *e = &d->desc[d->used & 0x7fff];
+
+	if (!packed_used_ready(d))
+		return -1;
+	if (len != NULL)
+		*len = le32toh(e->len);
+	d->used = packed_padd(d->used, ndescs, d->size);
+	return le16toh(e->id);
+}
+
+static void packed_test_init(void)
+{
+	struct vring_packed_desc *desc = xalloc(16, 16 * 8);
+	struct vring_packed_desc_event *ev = xalloc(4, 8);
+	struct virtq *vq = xalloc(64, sizeof(*vq));
+
+	tap_ok(virtq_packed_init(vq, &mem, desc, ev, ev + 1, 0, WRAP, WRAP, 0) == -EINVAL,
+			"init: size 0 refused");
+	tap_ok(virtq_packed_init(vq, &mem, desc, ev, ev + 1, 6, WRAP | 6, WRAP, 0) == -EINVAL,
+			"init: avail position past the ring refused");
+	tap_ok(virtq_packed_init(vq, &mem, desc, ev, ev + 1, 6, WRAP, 7, 0) == -EINVAL,
+			"init: used position past the ring refused");
+	tap_ok(virtq_packed_init(vq, &mem, (void *)((uint8_t *)desc + 8), ev, ev + 1, 4, 0, 0,
+			0) == -EFAULT, "init: misaligned ring refused");
+	tap_ok(virtq_packed_init(vq, &mem, desc, (void *)((uint8_t *)ev + 2), ev + 1, 4, 0, 0,
+			0) == -EFAULT, "init: misaligned event structure refused");
+	tap_ok(virtq_packed_init(vq, NULL, desc, ev, ev + 1, 4, 0, 0, 0) == -EFAULT,
+			"init: no memory refused");
+	tap_ok(virtq_packed_init(vq, &mem, desc, ev, ev + 1, 6, 3, WRAP | 5,
+			F_EVENT_IDX | F_INDIRECT) == 0 && vq->packed && vq->size == 6 &&
+			vq->last_avail_idx == 3 && vq->last_used_idx == (WRAP | 5) &&
+			vq->event_idx && vq->indirect && vq->shadow_cap == 6,
+			"init: size 6 (not a power of 2) and encoded positions kept");
+	tap_ok(virtq_split_init(vq, &mem, (void *)desc, (void *)ev, (void *)(ev + 1), 4, 0, 0,
+			0) == 0 && !vq->packed,
+			"init: virtq_split_init() on the same struct makes it split again");
+	free(desc);
+	free(ev);
+	free(vq);
+}
+
+static void packed_test_basic(void)
+{
+	struct packed_drv *d = packed_drv_new(8, WRAP, 0);
+	struct virtq_chain c[8];
+	uint8_t buf[256], out[64];
+	uint64_t hdr = gbuf(&d->next_gpa, 44, 0x10);
+	uint64_t pay = gbuf(&d->next_gpa, 100, 0x10 + 44);
+	uint64_t rx = gbuf(&d->next_gpa, 4096, 0);
+	struct buf tx[2] = { { hdr, 44, 0 }, { pay, 100, 0 } };
+	uint32_t len;
+	int id;
+
+	packed_post(d, tx, 2, 5);
+	packed_post1(d, rx, 4096, WRITE, 3);
+	tap_ok(vq_dequeue_burst(&d->vq, c, 8) == 2, "basic: two chains dequeued");
+	tap_ok(c[0].head == 5 && c[0].ndescs == 2 && c[0].nr_readable == 2 &&
+			c[0].nr_pieces == 2 && c[0].readable_len == 144 && c[0].writable_len == 0,
+			"basic: tx chain: id 5 from its last descriptor, 2 descriptors, 144 bytes");
+	tap_ok(virtq_chain_read(&c[0], 0, buf, 144) == 144 && check_bytes(buf, 144, 0x10),
+			"basic: chain_read across the two descriptors");
+	tap_ok(c[1].head == 3 && c[1].ndescs == 1 && c[1].nr_readable == 0 &&
+			c[1].writable_len == 4096 && c[1].pieces[0].addr == hva(rx),
+			"basic: rx chain: one writable descriptor");
+	tap_ok(d->vq.last_avail_idx == (WRAP | 3), "basic: avail position moved by 3 descriptors");
+	tap_ok(vq_dequeue_burst(&d->vq, c, 8) == 0, "basic: nothing more available");
+
+	memset(out, 0xab, sizeof(out));
+	virtq_chain_write(&c[1], 0, out, 64);
+	vq_complete(&d->vq, &c[0], 0);
+	vq_complete(&d->vq, &c[1], 64);
+	tap_ok(!packed_used_ready(d) && d->vq.last_used_idx == WRAP,
+			"shadow: nothing used before the flush");
+	vq_flush(&d->vq);
+	tap_ok(d->vq.last_used_idx == (WRAP | 3) && d->vq.stats.used_idx_stores == 1,
+			"flush: used position moved by the chains' descriptors (3)");
+	id = packed_get_used(d, 2, &len);
+	tap_ok(id == 5 && len == 0 && !(le16toh(d->desc[0].flags) & WRITE),
+			"flush: first used descriptor at slot 0: id 5, len 0, no WRITE");
+	id = packed_get_used(d, 1, &len);
+	tap_ok(id == 3 && len == 64 && (le16toh(d->desc[2].flags) & WRITE),
+			"flush: second at slot 2 (slot 1 skipped): id 3, len 64, WRITE");
+	tap_ok(le16toh(d->desc[1].flags) == AVAIL,
+			"flush: the skipped slot keeps the driver's descriptor");
+	tap_ok(!packed_used_ready(d), "flush: nothing past the batch looks used");
+	vq_flush(&d->vq);
+	tap_ok(d->vq.stats.used_idx_stores == 1, "flush: empty flush writes nothing");
+	tap_ok(d->vq.stats.dequeued == 2 && d->vq.stats.completed == 2, "basic: counters");
+
+	vq_complete(&d->vq, &(struct virtq_chain){ .head = 8, .ndescs = 1 }, 0);
+	vq_complete(&d->vq, &(struct virtq_chain){ .head = 1, .ndescs = 0 }, 0);
+	vq_complete(&d->vq, &(struct virtq_chain){ .head = 1, .ndescs = 9 }, 0);
+	tap_ok(d->vq.shadow_count == 0 && d->vq.stats.errors[VIRTQ_ERR_USED_ID] == 3 &&
+			!d->vq.broken, "complete: id >= size, 0 or > size descriptors dropped");
+	packed_drv_free(d);
+}
+
+/* Round after round across the end of the ring: wrap counters flip on both sides. */
+static void packed_test_wrap(void)
+{
+	struct packed_drv *d = packed_drv_new(5, WRAP | 3, 0);
+	struct virtq_chain c[8];
+	unsigned int round, ok = 1, flips = 0;
+	uint64_t b = gbuf(&d->next_gpa, 64, 1);
+
+	for (round = 0; round < 12; round++) {
+		struct buf two[2] = { { b, 8, 0 }, { b + 8, 56, WRITE } };
+		uint16_t n, i, before = d->vq.last_avail_idx;
+
+		packed_post(d, two, 2, 0);
+		packed_post1(d, b, 16, 0, 4);
+		n = vq_dequeue_burst(&d->vq, c, 8);
+		if (n != 2 || c[0].head != 0 || c[0].ndescs != 2 || c[1].head != 4 ||
+				d->vq.last_avail_idx != d->avail)
+			ok = 0;
+		flips += (before ^ d->vq.last_avail_idx) >> 15;
+		for (i = 0; i < n; i++)
+			vq_complete(&d->vq, &c[i], i == 0 ? 7 : 0);
+		vq_flush(&d->vq);
+		if (packed_get_used(d, 2, NULL) != 0 || packed_get_used(d, 1, NULL) != 4 ||
+				d->vq.last_used_idx != d->used)
+			ok = 0;
+	}
+	tap_ok(ok, "wrap: 12 rounds of 3 descriptors over a ring of 5 stay in step");
+	tap_ok(flips == 7, "wrap: the avail wrap counter flipped 7 times (%u)", flips);
+	packed_drv_free(d);
+}
+
+/* A chain whose descriptors straddle the end of the ring. */
+static void packed_test_chain_across_end(void)
+{
+	struct packed_drv *d = packed_drv_new(4, WRAP | 3, 0);
+	struct virtq_chain c[2];
+	uint64_t b = gbuf(&d->next_gpa, 48, 7);
+	struct buf three[3] = { { b, 16, 0 }, { b + 16, 16, 0 }, { b + 32, 16, 0 } };
+	uint8_t tmp[48];
+
+	packed_post(d, three, 3, 2);
+	tap_ok(le16toh(d->desc[0].flags) == (NEXT | USED) &&
+			le16toh(d->desc[3].flags) == (NEXT | AVAIL),
+			"across end: slot 3 flagged for wrap 1, slots 0-1 for wrap 0");
+	tap_ok(vq_dequeue_burst(&d->vq, c, 2) == 1 && c[0].ndescs == 3 && c[0].head == 2 &&
+			virtq_chain_read(&c[0], 0, tmp, 48) == 48 && check_bytes(tmp, 48, 7) &&
+			d->vq.last_avail_idx == 2, "across end: one chain of 3, position 2 wrap 0");
+	vq_complete(&d->vq, &c[0], 0);
+	vq_flush(&d->vq);
+	tap_ok(packed_get_used(d, 3, NULL) == 2 && d->used == 2 && d->vq.last_used_idx == 2,
+			"across end: used at slot 3 with wrap 1 flags, next used position 2");
+	packed_drv_free(d);
+}
+
+static void packed_test_shadow_full(void)
+{
+	struct packed_drv *d = packed_drv_new(8, WRAP, 0);
+	struct virtq_chain c[8];
+	uint64_t b = gbuf(&d->next_gpa, 16, 0);
+	uint16_t i, n;
+
+	for (i = 0; i < 8; i++)
+		packed_post1(d, b, 16, 0, i);
+	n = vq_dequeue_burst(&d->vq, c, 8);
+	for (i = 0; i < 7; i++)
+		vq_complete(&d->vq, &c[i], 0);
+	tap_ok(n == 8 && !packed_used_ready(d) && d->vq.stats.used_idx_stores == 0,
+			"shadow: 7 completions of a ring of 8 stay hidden");
+	vq_complete(&d->vq, &c[7], 0);
+	tap_ok(d->vq.stats.used_idx_stores == 1 && d->vq.shadow_count == 0 &&
+			d->vq.last_used_idx == 0, "shadow: the 8th (ring size) flushes");
+	for (i = 0; i < 8 && packed_get_used(d, 1, NULL) == i; i++)
+		;
+	tap_ok(i == 8, "shadow: all 8 used descriptors in order");
+
+	vq_set_per_entry_publish(&d->vq, true);
+	packed_post1(d, b, 16, 0, 1);
+	packed_post1(d, b, 16, 0, 2);
+	n = vq_dequeue_burst(&d->vq, c, 8);
+	vq_complete(&d->vq, &c[0], 0);
+	tap_ok(n == 2 && packed_get_used(d, 1, NULL) == 1 && !packed_used_ready(d) &&
+			d->vq.stats.used_idx_stores == 2, "per-entry: each completion published");
+	vq_complete(&d->vq, &c[1], 0);
+	tap_ok(packed_get_used(d, 1, NULL) == 2 && d->vq.stats.used_idx_stores == 3,
+			"per-entry: the next one too");
+	packed_drv_free(d);
+}
+
+static void packed_test_burst_and_unget(void)
+{
+	struct packed_drv *d = packed_drv_new(64, WRAP | 60, 0);
+	struct virtq_chain c[64];
+	uint64_t b = gbuf(&d->next_gpa, 16, 0);
+	uint16_t i, n;
+	int ok = 1;
+
+	for (i = 0; i < 20; i++) {
+		struct buf two[2] = { { b, 8, 0 }, { b + 8, 8, 0 } };
+
+		if (i % 3 == 0)
+			packed_post(d, two, 2, i);
+		else
+			packed_post1(d, b, 16, 0, i);
+	}
+	n = vq_dequeue_burst(&d->vq, c, 2);
+	tap_ok(n == 2 && c[0].head == 0 && c[1].head == 1, "burst: max 2 honoured");
+	n = vq_dequeue_burst(&d->vq, c, 64);
+	for (i = 0; i < n; i++)
+		ok &= c[i].head == i + 2;
+	tap_ok(n == 18 && ok && d->vq.last_avail_idx == d->avail,
+			"burst: the other 18 (27 descriptors, across the end)");
+	tap_ok(vq_unget(&d->vq, 4) == 4 && vq_dequeue_burst(&d->vq, c, 64) == 4 &&
+			c[0].head == 16 && c[1].head == 17 && c[3].head == 19 &&
+			c[2].ndescs == 2 && d->vq.last_avail_idx == d->avail,
+			"unget: 4 given back and dequeued again, same chains");
+	tap_ok(vq_unget(&d->vq, 10) == 4 && vq_unget(&d->vq, 1) == 0,
+			"unget: clamped to the last dequeue");
+	tap_ok(vq_dequeue_burst(&d->vq, c, 1) == 1 && c[0].head == 16 &&
+			vq_unget(&d->vq, 1) == 1 &&
+			d->vq.last_avail_idx == (uint16_t)(d->avail - 5),
+			"unget: position back at the chain's first descriptor (same lap: 5 back)");
+	tap_ok(d->vq.stats.ungot == 9 && !d->vq.broken, "unget: counted");
+	packed_drv_free(d);
+}
+
+static void packed_test_indirect(void)
+{
+	struct packed_drv *d = packed_drv_new(8, WRAP, F_INDIRECT);
+	struct virtq_chain c[4];
+	uint64_t hdr = gbuf(&d->next_gpa, 44, 1), rx = gbuf(&d->next_gpa, 64, 0);
+	uint64_t tgpa = gbuf(&d->next_gpa, 3 * 16, 0);
+	struct vring_packed_desc *t = hva(tgpa);
+	uint8_t tmp[64];
+
+	t[0] = (struct vring_packed_desc){ htole64(hdr), htole32(44), htole16(77), 0 };
+	t[1] = (struct vring_packed_desc){ htole64(rx), htole32(32), 0, htole16(WRITE | NEXT) };
+	t[2] = (struct vring_packed_desc){ htole64(rx + 32), htole32(32), 0, htole16(WRITE) };
+	packed_post1(d, tgpa, 48, INDIR | WRITE, 6);
+	tap_ok(vq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].head == 6 && c[0].ndescs == 1 &&
+			c[0].nr_readable == 1 && c[0].nr_pieces == 3 && c[0].writable_len == 64 &&
+			virtq_chain_read(&c[0], 0, tmp, 44) == 44 && check_bytes(tmp, 44, 1),
+			"indirect: 3 entries, id from the ring descriptor, NEXT ignored in tables");
+
+	/* A table split across the two regions (adjacent in guest space only). */
+	{
+		uint64_t tg = R1_GPA - 16;
+		struct vring_packed_desc *lo = hva(tg), *hi = hva(R1_GPA);
+		uint64_t b = gbuf(&d->next_gpa, 30, 9);
+
+		*lo = (struct vring_packed_desc){ htole64(b), htole32(10), 0, 0 };
+		*hi = (struct vring_packed_desc){ htole64(b + 10), htole32(20), 0, 0 };
+		packed_post1(d, tg, 32, INDIR, 2);
+		tap_ok(vq_dequeue_burst(&d->vq, c, 4) == 1 && c[0].readable_len == 30 &&
+				virtq_chain_read(&c[0], 0, tmp, 30) == 30 &&
+				check_bytes(tmp, 30, 9),
+				"indirect: table across two regions read in pieces");
+		memset(lo, 0, 16);
+		memset(hi, 0, 16);
+	}
+	tap_ok(!d->vq.broken, "indirect: queue still healthy");
+	packed_drv_free(d);
+}
+
+/* Post what fn builds into a fresh queue; expect it to break with err. */
+static void packed_expect_broken(uint64_t features, void (*fn)(struct packed_drv *),
+		enum virtq_err err, const char *what)
+{
+	struct packed_drv *d = packed_drv_new(8, WRAP, features);
+	struct virtq_chain c[8];
+	uint16_t n;
+
+	fn(d);
+	n = vq_dequeue_burst(&d->vq, c, 8);
+	check_broken(&d->vq, n, WRAP, err, what);
+	packed_drv_free(d);
+}
+
+static void packed_b_id(struct packed_drv *d)
+{
+	packed_post1(d, gbuf(&d->next_gpa, 8, 0), 8, 0, 8);
+}
+
+static void packed_b_id_last(struct packed_drv *d)
+{
+	uint64_t g = gbuf(&d->next_gpa, 8, 0);
+	struct buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
+
+	packed_post(d, two, 2, 3);
+	d->desc[1].id = htole16(0xffff);	/* the id that counts is the last one's */
+}
+
+static void packed_b_chain_avail(struct packed_drv *d)
+{
+	uint64_t g = gbuf(&d->next_gpa, 8, 0);
+	struct buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
+
+	packed_post(d, two, 2, 0);
+	d->desc[1].flags = htole16(USED);	/* second descriptor never made available */
+}
+
+static void packed_b_chain_used(struct packed_drv *d)
+{
+	uint64_t g = gbuf(&d->next_gpa, 8, 0);
+	struct buf two[2] = { { g, 8, 0 }, { g, 8, 0 } };
+
+	packed_post(d, two, 2, 0);
+	d->desc[1].flags = htole16(AVAIL | USED);	/* looks used */
+}
+
+/* NEXT on every descriptor of the ring: the walk comes back to its own head. */
+static void packed_b_chain_all(struct packed_drv *d)
+{
+	uint64_t g = gbuf(&d->next_gpa, 8, 0);
+	uint16_t i;
+
+	for (i = 0; i < d->size; i++) {
+		d->desc[i] = (struct vring_packed_desc){ htole64(g), htole32(8), 0,
+			htole16(AVAIL | NEXT) };
+	}
+}
+
+static struct vring_packed_desc *packed_table(struct packed_drv *d, unsigned int n, uint64_t *gpa)
+{
+	d->next_gpa = R0_GPA + 0x8000;
+	return hva(*gpa = gbuf(&d->next_gpa, n * 16, 0));
+}
+
+static void packed_b_ind_feature(struct packed_drv *d)
+{
+	uint64_t t;
+
+	packed_table(d, 1, &t)[0] = (struct vring_packed_desc){ htole64(R0_GPA), htole32(8), 0, 0 };
+	packed_post1(d, t, 16, INDIR, 0);
+}
+
+static void packed_b_ind_nested(struct packed_drv *d)
+{
+	uint64_t t;
+	struct vring_packed_desc *e = packed_table(d, 2, &t);
+
+	e[0] = (struct vring_packed_desc){ htole64(R0_GPA), htole32(8), 0, 0 };
+	e[1] = (struct vring_packed_desc){ htole64(t), htole32(32), 0, htole16(INDIR) };
+	packed_post1(d, t, 32, INDIR, 0);
+}
+
+static void packed_b_ind_with_next(struct packed_drv *d)
+{
+	uint64_t t;
+	struct buf two[2];
+
+	packed_table(d, 1, &t)[0] = (struct vring_packed_desc){ htole64(R0_GPA), htole32(8), 0, 0 };
+	two[0] = (struct buf){ t, 16, INDIR };
+	two[1] = (struct buf){ R0_GPA, 8, 0 };
+	packed_post(d, two, 2, 0);
+}
+
+static void packed_b_ind_after_next(struct packed_drv *d)
+{
+	uint64_t t;
+	struct buf two[2];
+
+	packed_table(d, 1, &t)[0] = (struct vring_packed_desc){ htole64(R0_GPA), htole32(8), 0, 0 };
+	two[0] = (struct buf){ R0_GPA, 8, 0 };
+	two[1] = (struct buf){ t, 16, INDIR };
+	packed_post(d, two, 2, 0);
+}
+
+static void packed_b_ind_len0(struct packed_drv *d)
+{
+	packed_post1(d, R0_GPA, 0, INDIR, 0);
+}
+
+static void packed_b_ind_len24(struct packed_drv *d)
+{
+	packed_post1(d, R0_GPA, 24, INDIR, 0);
+}
+
+static void packed_b_ind_outside(struct packed_drv *d)
+{
+	packed_post1(d, GAP_GPA, 32, INDIR, 0);
+}
+
+static void packed_b_ind_past_end(struct packed_drv *d)
+{
+	packed_post1(d, R1_GPA + R1_SIZE - 16, 32, INDIR, 0);
+}
+
+static void packed_b_ind_pieces(struct packed_drv *d)
+{
+	uint64_t t, b = R0_GPA;
+	struct vring_packed_desc *e = packed_table(d, VIRTQ_CHAIN_MAX_PIECES + 1, &t);
+	unsigned int i;
+
+	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
+		e[i] = (struct vring_packed_desc){ htole64(b), htole32(1), 0, 0 };
+	packed_post1(d, t, (VIRTQ_CHAIN_MAX_PIECES + 1) * 16, INDIR, 0);
+}
+
+/* 64 one-byte entries and one empty one: the empty one takes the 65th piece's room. */
+static void packed_b_ind_pieces_empty(struct packed_drv *d)
+{
+	uint64_t t, b = R0_GPA;
+	struct vring_packed_desc *e = packed_table(d, VIRTQ_CHAIN_MAX_PIECES + 1, &t);
+	unsigned int i;
+
+	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
+		e[i] = (struct vring_packed_desc){ htole64(b), htole32(i == 7 ? 0 : 1), 0, 0 };
+	packed_post1(d, t, (VIRTQ_CHAIN_MAX_PIECES + 1) * 16, INDIR, 0);
+}
+
+/* 65 empty entries: bounded like 65 pieces, whatever the table's size. */
+static void packed_b_ind_empties(struct packed_drv *d)
+{
+	uint64_t t;
+	struct vring_packed_desc *e = packed_table(d, VIRTQ_CHAIN_MAX_PIECES + 1, &t);
+	unsigned int i;
+
+	for (i = 0; i <= VIRTQ_CHAIN_MAX_PIECES; i++)
+		e[i] = (struct vring_packed_desc){ htole64(R0_GPA), 0, 0, 0 };
+	packed_post1(d, t, (VIRTQ_CHAIN_MAX_PIECES + 1) * 16, INDIR, 0);
+}
+
+static void packed_b_addr_outside(struct packed_drv *d)
+{
+	packed_post1(d, GAP_GPA, 8, 0, 0);
+}
+
+static void packed_b_addr_past_end(struct packed_drv *d)
+{
+	packed_post1(d, R1_GPA + R1_SIZE - 4, 8, 0, 0);
+}
+
+/* An empty writable descriptor before a readable one: the order rule holds for empties too. */
+static void packed_b_order_empty(struct packed_drv *d)
+{
+	struct buf two[2] = { { R0_GPA, 0, WRITE }, { gbuf(&d->next_gpa, 8, 0), 8, 0 } };
+
+	packed_post(d, two, 2, 0);
+}
+
+/* An empty readable descriptor after a writable one. */
+static void packed_b_order_empty_after(struct packed_drv *d)
+{
+	struct buf two[2] = { { gbuf(&d->next_gpa, 8, 0), 8, WRITE }, { R0_GPA, 0, 0 } };
+
+	packed_post(d, two, 2, 0);
+}
+
+/* An empty descriptor does not excuse a bad buffer id. */
+static void packed_b_empty_id(struct packed_drv *d)
+{
+	packed_post1(d, R0_GPA, 0, 0, 8);
+}
+
+static void packed_b_len_4g_total(struct packed_drv *d)
+{
+	struct buf two[2] = { { BIG_GPA, UINT32_MAX, 0 }, { BIG_GPA, 1, 0 } };
+
+	packed_post(d, two, 2, 0);
+}
+
+static void packed_b_order(struct packed_drv *d)
+{
+	struct buf two[2] = { { gbuf(&d->next_gpa, 8, 0), 8, WRITE },
+		{ gbuf(&d->next_gpa, 8, 0), 8, 0 } };
+
+	packed_post(d, two, 2, 0);
+}
+
+static void packed_test_broken(void)
+{
+	packed_expect_broken(0, packed_b_id, VIRTQ_ERR_HEAD, "buffer id = size");
+	packed_expect_broken(0, packed_b_id_last, VIRTQ_ERR_HEAD, "last descriptor's id 0xffff");
+	packed_expect_broken(0, packed_b_chain_avail, VIRTQ_ERR_CHAIN_AVAIL,
+			"NEXT into a free descriptor");
+	packed_expect_broken(0, packed_b_chain_used, VIRTQ_ERR_CHAIN_AVAIL,
+			"NEXT into a used descriptor");
+	packed_expect_broken(0, packed_b_chain_all, VIRTQ_ERR_CHAIN_AVAIL,
+			"NEXT all round the ring");
+	packed_expect_broken(0, packed_b_ind_feature, VIRTQ_ERR_INDIRECT_FEATURE,
+			"indirect not negotiated");
+	packed_expect_broken(F_INDIRECT, packed_b_ind_nested, VIRTQ_ERR_INDIRECT_NESTED,
+			"nested table");
+	packed_expect_broken(F_INDIRECT, packed_b_ind_with_next, VIRTQ_ERR_INDIRECT_NEXT,
+			"INDIRECT|NEXT");
+	packed_expect_broken(F_INDIRECT, packed_b_ind_after_next, VIRTQ_ERR_INDIRECT_NEXT,
+			"table at the end of a NEXT chain");
+	packed_expect_broken(F_INDIRECT, packed_b_ind_len0, VIRTQ_ERR_INDIRECT_LEN,
+			"table of 0 bytes");
+	packed_expect_broken(F_INDIRECT, packed_b_ind_len24, VIRTQ_ERR_INDIRECT_LEN,
+			"table of 24 bytes");
+	packed_expect_broken(F_INDIRECT, packed_b_ind_outside, VIRTQ_ERR_INDIRECT_ADDR,
+			"table in the gap");
+	packed_expect_broken(F_INDIRECT, packed_b_ind_past_end, VIRTQ_ERR_INDIRECT_ADDR,
+			"table past memory's end");
+	packed_expect_broken(F_INDIRECT, packed_b_ind_pieces, VIRTQ_ERR_PIECES,
+			"65 entries, 65 pieces");
+	packed_expect_broken(F_INDIRECT, packed_b_ind_pieces_empty, VIRTQ_ERR_PIECES,
+			"64 entries and one empty entry");
+	packed_expect_broken(F_INDIRECT, packed_b_ind_empties, VIRTQ_ERR_PIECES,
+			"65 empty entries");
+	packed_expect_broken(0, packed_b_addr_outside, VIRTQ_ERR_DESC_ADDR, "buffer in the gap");
+	packed_expect_broken(0, packed_b_addr_past_end, VIRTQ_ERR_DESC_ADDR,
+			"buffer past memory's end");
+	packed_expect_broken(0, packed_b_order_empty, VIRTQ_ERR_DESC_ORDER,
+			"readable after empty writable");
+	packed_expect_broken(0, packed_b_order_empty_after, VIRTQ_ERR_DESC_ORDER,
+			"empty readable after writable");
+	packed_expect_broken(0, packed_b_empty_id, VIRTQ_ERR_HEAD, "empty buffer with id = size");
+	packed_expect_broken(0, packed_b_len_4g_total, VIRTQ_ERR_CHAIN_LEN,
+			"readable total of 4 GiB");
+	packed_expect_broken(0, packed_b_order, VIRTQ_ERR_DESC_ORDER, "readable after writable");
+}
+
+/*
+ * A table of 4100 entries starting 4 entries before the end of region 0:
+ * entries are read across the two regions and the walk ends at the piece
+ * limit, not at the table's end.
+ */
+static void packed_test_indirect_bounded(void)
+{
+	struct packed_drv *d = packed_drv_new(8, WRAP, F_INDIRECT);
+	struct virtq_chain c[2];
+	uint64_t t = R1_GPA - 4 * 16;
+	struct vring_packed_desc *e = hva(t);
+	uint16_t i;
+
+	for (i = 0; i < 4; i++)
+		e[i] = (struct vring_packed_desc){ htole64(R0_GPA), htole32(1), 0, 0 };
+	memset(hva(R1_GPA), 0, 65 * 16);
+	for (i = 0; i < 65; i++)
+		((struct vring_packed_desc *)hva(R1_GPA))[i] =
+			(struct vring_packed_desc){ htole64(R0_GPA), htole32(1), 0, 0 };
+	packed_post1(d, t, 64 + R1_SIZE, INDIR, 1);
+	tap_ok(vq_dequeue_burst(&d->vq, c, 2) == 0 && d->vq.broken_reason == VIRTQ_ERR_PIECES,
+			"indirect: 4100-entry table across two regions stops at the piece limit");
+	memset(hva(R1_GPA), 0, 65 * 16);
+	packed_drv_free(d);
+}
+
+static void packed_test_partial_burst(void)
+{
+	struct packed_drv *d = packed_drv_new(8, WRAP, 0);
+	struct virtq_chain c[4];
+	uint64_t b = gbuf(&d->next_gpa, 8, 0);
+
+	packed_post1(d, b, 8, 0, 0);
+	packed_post1(d, b, 8, 0, 1);
+	packed_post1(d, GAP_GPA, 8, 0, 2);
+	tap_ok(vq_dequeue_burst(&d->vq, c, 4) == 2 && c[0].head == 0 && c[1].head == 1 &&
+			d->vq.broken && d->vq.broken_reason == VIRTQ_ERR_DESC_ADDR,
+			"partial: the chains before the bad one still returned");
+	tap_ok(vq_dequeue_burst(&d->vq, c, 4) == 0, "partial: then nothing");
+	vq_complete(&d->vq, &c[0], 0);
+	vq_complete(&d->vq, &c[1], 0);
+	vq_flush(&d->vq);
+	tap_ok(packed_get_used(d, 1, NULL) == 0 && packed_get_used(d, 1, NULL) == 1,
+			"partial: the good chains can still be completed");
+	packed_drv_free(d);
+}
+
+/* Complete n one-descriptor chains in one flush. */
+static void packed_publish(struct packed_drv *d, unsigned int n)
+{
+	struct virtq_chain c[16];
+	uint64_t b = R0_GPA;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		packed_post1(d, b, 8, 0, (uint16_t)i);
+	if (vq_dequeue_burst(&d->vq, c, 16) != n)
+		abort();
+	for (i = 0; i < n; i++)
+		vq_complete(&d->vq, &c[i], 0);
+	vq_flush(&d->vq);
+	while (packed_get_used(d, 1, NULL) >= 0)
+		;
+}
+
+static void packed_set_event(struct packed_drv *d, uint16_t flags, uint16_t off_wrap)
+{
+	d->drv_ev->off_wrap = htole16(off_wrap);
+	d->drv_ev->flags = htole16(flags);
+}
+
+static void packed_test_event_idx(void)
+{
+	struct packed_drv *d = packed_drv_new(8, WRAP, F_EVENT_IDX);
+
+	packed_set_event(d, VRING_PACKED_EVENT_FLAG_DESC, WRAP | 1);
+	packed_publish(d, 1);
+	tap_ok(vq_should_notify(&d->vq), "desc: first decision notifies");
+	tap_ok(!vq_should_notify(&d->vq), "desc: nothing new, no notify");
+	packed_publish(d, 2);
+	tap_ok(vq_should_notify(&d->vq), "desc: 1 -> 3 passes event at 1");
+	packed_set_event(d, VRING_PACKED_EVENT_FLAG_DESC, 2);		/* next lap */
+	packed_publish(d, 2);
+	tap_ok(!vq_should_notify(&d->vq), "desc: 3 -> 5 does not reach 2 of the next lap");
+	packed_publish(d, 4);
+	tap_ok(!vq_should_notify(&d->vq), "desc: 5 -> 1' stops short of 2'");
+	packed_publish(d, 2);
+	tap_ok(vq_should_notify(&d->vq), "desc: 1' -> 3' writes the descriptor at 2'");
+	packed_drv_free(d);
+}
+
+/* The driver makes a slot available again before it got it back: the ring overflows. */
+static void packed_test_outstanding(void)
+{
+	struct packed_drv *d = packed_drv_new(8, WRAP, 0);
+	struct virtq_chain c[8];
+	uint16_t i;
+
+	for (i = 0; i < 8; i++)
+		packed_post1(d, R0_GPA, 8, 0, i);
+	tap_ok(vq_dequeue_burst(&d->vq, c, 8) == 8 && d->vq.last_avail_idx == 0,
+			"outstanding: the whole ring taken");
+	packed_post1(d, R0_GPA, 8, 0, 0);
+	tap_ok(vq_dequeue_burst(&d->vq, c, 8) == 0 && d->vq.broken &&
+			d->vq.broken_reason == VIRTQ_ERR_AVAIL_IDX,
+			"outstanding: a 9th descriptor before any came back breaks the queue");
+	packed_drv_free(d);
+}
+
+static void packed_test_event_modes(void)
+{
+	struct packed_drv *d = packed_drv_new(8, WRAP, F_EVENT_IDX);
+
+	packed_set_event(d, VRING_PACKED_EVENT_FLAG_DISABLE, 0);
+	packed_publish(d, 1);
+	tap_ok(!vq_should_notify(&d->vq), "disable: no notify");
+	packed_set_event(d, VRING_PACKED_EVENT_FLAG_ENABLE, 0);
+	tap_ok(!vq_should_notify(&d->vq), "enable: nothing new, no notify");
+	packed_publish(d, 1);
+	tap_ok(vq_should_notify(&d->vq), "enable: notify");
+	tap_ok(d->vq.stats.notify_yes == 1 && d->vq.stats.notify_no == 2, "modes: counted");
+	packed_drv_free(d);
+
+	d = packed_drv_new(8, WRAP, 0);
+	packed_set_event(d, VRING_PACKED_EVENT_FLAG_DESC, WRAP | 6);
+	packed_publish(d, 1);
+	tap_ok(vq_should_notify(&d->vq), "desc without EVENT_IDX: taken as enable");
+	tap_ok(vq_call_used_idx(&d->vq) == d->vq.last_used_idx,
+			"call position: last used without EVENT_IDX");
+	packed_drv_free(d);
+}
+
+static void packed_test_event_wrap(void)
+{
+	struct packed_drv *d = packed_drv_new(8, WRAP | 5, F_EVENT_IDX);
+
+	packed_set_event(d, VRING_PACKED_EVENT_FLAG_DESC, WRAP | 6);
+	packed_publish(d, 1);		/* 5 -> 6 */
+	tap_ok(vq_should_notify(&d->vq), "wrap: first decision notifies");
+	packed_publish(d, 1);		/* 6 -> 7: passes 6 */
+	tap_ok(vq_should_notify(&d->vq), "wrap: 6 -> 7 passes event 6");
+	packed_set_event(d, VRING_PACKED_EVENT_FLAG_DESC, 1);	/* index 1 of the next lap */
+	packed_publish(d, 2);		/* 7 -> 1 (wrap 0) */
+	tap_ok(!vq_should_notify(&d->vq), "wrap: 7 -> 1' stops short of 1'");
+	packed_publish(d, 1);		/* 1' -> 2' */
+	tap_ok(vq_should_notify(&d->vq), "wrap: 1' -> 2' passes 1'");
+	tap_ok(vq_call_used_idx(&d->vq) == 2, "call position: just past the event (2')");
+	/* Two laps on: behind us. */
+	packed_set_event(d, VRING_PACKED_EVENT_FLAG_DESC, WRAP | 1);
+	packed_publish(d, 3);
+	tap_ok(!vq_should_notify(&d->vq), "wrap: an event behind us is not passed");
+
+	/* Publishing two laps without a decision leaves no reference: notify. */
+	packed_publish(d, 8);
+	packed_publish(d, 8);
+	tap_ok(!d->vq.signalled_used_valid && vq_should_notify(&d->vq),
+			"wrap guard: two laps without a decision, then notify");
+	packed_drv_free(d);
+}
+
+static void packed_rnd_descs(struct vring_packed_desc *t, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		t[i].addr = htole64(rnd_addr());
+		t[i].len = htole32(rnd_len());
+		t[i].id = htole16(rnd() % 4 == 0 ? rnd() : rnd() % 8);
+		t[i].flags = htole16((rnd() % 8) | (rnd() % 2 ? AVAIL : 0) |
+				(rnd() % 3 == 0 ? USED : 0));
+	}
+}
+
+/* Random rings: every accepted chain consistent and inside memory, or the queue breaks. */
+static void packed_test_random(void)
+{
+	struct packed_drv *d = packed_drv_new(7, WRAP, F_INDIRECT);
+	struct virtq_chain c[8];
+	unsigned int iter, good = 0, broken = 0, bad = 0;
+
+	for (iter = 0; iter < 20000; iter++) {
+		uint16_t start = (uint16_t)((rnd() % 7) | (rnd() % 2 ? WRAP : 0)), n, i;
+		uint32_t ndescs = 0;
+
+		packed_rnd_descs(d->desc, 7);
+		/* Mostly an available head, so that the walks get somewhere. */
+		if (rnd() % 4 != 0) {
+			struct vring_packed_desc *h = &d->desc[start & 0x7fff];
+
+			h->flags = htole16((le16toh(h->flags) & (NEXT | WRITE | INDIR)) |
+					packed_avail_flags(start));
+		}
+		packed_rnd_descs(hva(R1_GPA + R1_SIZE - 256), 16);
+		if (virtq_packed_init(&d->vq, &mem, d->desc, d->drv_ev, d->dev_ev, 7, start,
+				start, F_INDIRECT) != 0)
+			abort();
+		n = vq_dequeue_burst(&d->vq, c, 8);
+		broken += d->vq.broken;
+		good += n;
+		for (i = 0; i < n; i++) {
+			ndescs += c[i].ndescs;
+			if (c[i].ndescs == 0)
+				bad++;
+			bad += chain_faults(&c[i], 7);
+		}
+		if (ndescs > 7)
+			bad++;
+		for (i = 0; i < n; i++)
+			vq_complete(&d->vq, &c[i], 1);
+		vq_flush(&d->vq);
+	}
+	random_verdict(good, broken, bad);
+	packed_drv_free(d);
+}
+
+/* ---- Both layouts ---- */
+
+/*
+ * A fake driver of either layout, for the cases that do not depend on it: it posts chains
+ * of buffers in ring order and reads back what was used. Split rings: each chain in the
+ * descriptor slots after the last one's (wrapping), headed by its first slot; packed
+ * rings: each with the next buffer id.
+ */
+struct drv {
+	bool packed;
+	struct split_drv *s;
+	struct packed_drv *p;
+	struct virtq *vq;
+	uint64_t *next_gpa;
+	uint16_t next;		/* split: next descriptor slot; packed: next buffer id */
+	uint16_t used_seen;	/* split: used entries read so far */
+};
+
+static void drv_open(struct drv *d, bool packed, uint16_t size, uint64_t features)
+{
+	memset(d, 0, sizeof(*d));
+	d->packed = packed;
+	if (packed) {
+		d->p = packed_drv_new(size, WRAP, features);
+		d->vq = &d->p->vq;
+		d->next_gpa = &d->p->next_gpa;
+	} else {
+		d->s = split_drv_new(size, 0, features);
+		d->vq = &d->s->vq;
+		d->next_gpa = &d->s->next_gpa;
+	}
+}
+
+static void drv_close(struct drv *d)
+{
+	if (d->packed)
+		packed_drv_free(d->p);
+	else
+		split_drv_free(d->s);
+}
+
+/* Make the chain of @p n buffers available; returns the head (split) or id (packed). */
+static uint16_t drv_post(struct drv *d, const struct buf *b, unsigned int n)
+{
+	uint16_t head = d->next;
+	unsigned int i;
+
+	if (d->packed) {
+		packed_post(d->p, b, n, d->next++);
+		return head;
+	}
+	for (i = 0; i < n; i++) {
+		uint16_t slot = (head + i) & (d->s->size - 1);
+
+		split_set_desc(d->s->desc, slot, b[i].gpa, b[i].len,
+				b[i].flags | (i + 1 < n ? NEXT : 0), (slot + 1) & (d->s->size - 1));
+	}
+	d->next = (head + n) & (d->s->size - 1);
+	split_post(d->s, head);
+	return head;
+}
+
+/*
+ * The chain of @p n buffers as an indirect table at @p tgpa, made available as one INDIRECT
+ * descriptor; returns its head or id.
+ */
+static uint16_t drv_post_indirect(struct drv *d, uint64_t tgpa, const struct buf *b,
+		unsigned int n)
+{
+	struct buf ind = { tgpa, n * 16, INDIR };
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (d->packed)
+			((struct vring_packed_desc *)hva(tgpa))[i] = (struct vring_packed_desc){
+				htole64(b[i].gpa), htole32(b[i].len), 0, htole16(b[i].flags) };
+		else
+			split_set_desc(hva(tgpa), i, b[i].gpa, b[i].len,
+					b[i].flags | (i + 1 < n ? NEXT : 0), i + 1 < n ? i + 1 : 0);
+	}
+	return drv_post(d, &ind, 1);
+}
+
+/* Whether a used entry waits for the driver. */
+static bool drv_used_ready(const struct drv *d)
+{
+	if (d->packed)
+		return packed_used_ready(d->p);
+	return split_used_idx(d->s) != d->used_seen;
+}
+
+/* The next used entry, of a chain that took @p ndescs descriptors: its head or id, or -1. */
+static int drv_get_used(struct drv *d, uint16_t ndescs, uint32_t *len)
+{
+	const struct vring_used_elem *e;
+
+	if (d->packed)
+		return packed_get_used(d->p, ndescs, len);
+	if (!drv_used_ready(d))
+		return -1;
+	e = &d->s->used->ring[d->used_seen++ & (d->s->size - 1)];
+	if (len != NULL)
+		*len = le32toh(e->len);
+	return (int)le32toh(e->id);
+}
+
+/*
+ * Empty descriptors are legal (virtio does not forbid them; Linux vhost skips
+ * them): a chain's bytes are those of its non-empty descriptors, wherever the
+ * empty ones sit, and a chain of empty ones only is a chain with no bytes.
+ */
+static void test_zero_len(bool packed)
+{
+	struct drv dd, *d = &dd;
+	struct virtq_chain c[8];
+	uint64_t hdr, pay, h1, h2, sent, rx1, rx2, ok_buf, tgpa = R1_GPA + 0x200;
+	uint8_t buf[160], out[96];
+	uint16_t h[6];
+	unsigned int i;
+	uint32_t len;
+
+	drv_open(d, packed, 16, F_INDIRECT);
+	hdr = gbuf(d->next_gpa, 44, 0x20);
+	pay = gbuf(d->next_gpa, 100, 0x20 + 44);
+	h1 = gbuf(d->next_gpa, 20, 0x60);
+	h2 = gbuf(d->next_gpa, 124, 0x60 + 20);
+	sent = gbuf(d->next_gpa, 64, 0);
+	rx1 = gbuf(d->next_gpa, 64, 0);
+	rx2 = gbuf(d->next_gpa, 32, 0);
+	ok_buf = gbuf(d->next_gpa, 44, 0x30);
+	memset(hva(sent), SENTINEL, 64);
+	{
+		struct buf first[3] = { { sent, 0, 0 }, { hdr, 44, 0 }, { pay, 100, 0 } };
+		struct buf middle[3] = { { h1, 20, 0 }, { sent, 0, 0 }, { h2, 124, 0 } };
+		/* Its address is outside guest memory: an empty buffer's names no byte. */
+		struct buf last[3] = { { hdr, 44, 0 }, { pay, 100, 0 }, { GAP_GPA, 0, 0 } };
+		/* An indirect table holding one, between header and payload. */
+		struct buf table[3] = { { hdr, 44, 0 }, { sent, 0, 0 }, { pay, 100, 0 } };
+		/* Nothing but empty descriptors, then an ordinary chain behind it. */
+		struct buf empty[2] = { { sent, 0, 0 }, { GAP_GPA, 0, 0 } };
+		struct buf one = { ok_buf, 44, 0 };
+
+		h[0] = drv_post(d, first, 3);
+		h[1] = drv_post(d, middle, 3);
+		h[2] = drv_post(d, last, 3);
+		h[3] = drv_post_indirect(d, tgpa, table, 3);
+		h[4] = drv_post(d, empty, 2);
+		h[5] = drv_post(d, &one, 1);
+	}
+
+	tap_ok(vq_dequeue_burst(d->vq, c, 8) == 6 && !d->vq->broken,
+			"zero-len: six chains dequeued, queue not broken");
+	tap_ok(c[0].head == h[0] && (!packed || c[0].ndescs == 3) && c[0].nr_readable == 2 &&
+			c[0].nr_pieces == 2 && c[0].readable_len == 144 &&
+			c[0].pieces[0].addr == hva(hdr) &&
+			virtq_chain_read(&c[0], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty descriptor first: the 144 bytes of the other two");
+	tap_ok(c[1].head == h[1] && c[1].nr_pieces == 2 && c[1].readable_len == 144 &&
+			virtq_chain_read(&c[1], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x60) && virtq_chain_read(&c[1], 10, buf, 40) == 40 &&
+			check_bytes(buf, 40, 0x60 + 10),
+			"zero-len: empty descriptor in the middle of a split header: bytes exact");
+	tap_ok(virtq_chain_read(&c[1], 10, buf, 40) == 40 && check_bytes(buf, 40, 0x60 + 10),
+			"zero-len: a read across the empty descriptor's place is seamless");
+	tap_ok(c[2].head == h[2] && (!packed || c[2].ndescs == 3) && c[2].nr_pieces == 2 &&
+			c[2].readable_len == 144 &&
+			virtq_chain_read(&c[2], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty descriptor last (address outside memory): bytes exact");
+	tap_ok(c[3].head == h[3] && (!packed || c[3].ndescs == 1) && c[3].nr_pieces == 2 &&
+			c[3].readable_len == 144 &&
+			virtq_chain_read(&c[3], 0, buf, sizeof(buf)) == 144 &&
+			check_bytes(buf, 144, 0x20),
+			"zero-len: empty entry in an indirect table: bytes exact");
+	tap_ok(c[4].head == h[4] && (!packed || c[4].ndescs == 2) && c[4].nr_readable == 0 &&
+			c[4].nr_pieces == 0 && c[4].readable_len == 0 && c[4].writable_len == 0 &&
+			virtq_chain_read(&c[4], 0, buf, 44) == 0,
+			"zero-len: a chain of empty descriptors only has no bytes");
+	tap_ok(c[5].head == h[5] && c[5].readable_len == 44 &&
+			virtq_chain_read(&c[5], 0, buf, 44) == 44 && check_bytes(buf, 44, 0x30),
+			"zero-len: the chain behind it is served");
+	for (i = 0; i < 6; i++)
+		vq_complete(d->vq, &c[i], 0);
+	vq_flush(d->vq);
+	for (i = 0; i < 4; i++)
+		drv_get_used(d, packed ? c[i].ndescs : 1, NULL);
+	tap_ok(drv_get_used(d, 2, &len) == h[4] && len == 0 && drv_get_used(d, 1, NULL) == h[5] &&
+			!drv_used_ready(d), "%s", packed ?
+			"zero-len: the empty chain's id goes back used with len 0, in its place" :
+			"zero-len: the empty chain's head goes back in the used ring with len 0");
+
+	/* rx: empty writable descriptors add no room; bytes land only in the others. */
+	{
+		struct buf rx[5] = { { sent, 0, WRITE }, { rx1, 64, WRITE }, { sent, 0, WRITE },
+			{ rx2, 32, WRITE }, { sent, 0, WRITE } };
+		/* And an rx chain with no room at all. */
+		struct buf none = { sent, 0, WRITE };
+
+		h[0] = drv_post(d, rx, 5);
+		h[1] = drv_post(d, &none, 1);
+	}
+	tap_ok(vq_dequeue_burst(d->vq, c, 8) == 2 && !d->vq->broken && c[0].head == h[0] &&
+			(!packed || c[0].ndescs == 5) && c[0].nr_readable == 0 &&
+			c[0].nr_pieces == 2 && c[0].writable_len == 96 &&
+			c[0].pieces[0].addr == hva(rx1) && c[0].pieces[1].addr == hva(rx2),
+			"zero-len rx: room is 64 + 32, empty descriptors add none");
+	for (i = 0; i < sizeof(out); i++)
+		out[i] = (uint8_t)(0x90 + i);
+	tap_ok(virtq_chain_write(&c[0], 0, out, sizeof(out)) == 96 &&
+			check_bytes(hva(rx1), 64, 0x90) && check_bytes(hva(rx2), 32, 0x90 + 64),
+			"zero-len rx: 96 bytes written, in order, into the two non-empty buffers");
+	for (i = 0; i < 64; i++)
+		if (((uint8_t *)hva(sent))[i] != SENTINEL)
+			break;
+	tap_ok(i == 64, "zero-len rx: nothing written where the empty descriptors point");
+	tap_ok(c[1].head == h[1] && c[1].nr_pieces == 0 && c[1].writable_len == 0 &&
+			virtq_chain_write(&c[1], 0, out, 1) == 0, "%s", packed ?
+			"zero-len rx: a chain of one empty writable descriptor has no room" :
+			"zero-len rx: a chain of empty writable descriptors has no room");
+	vq_complete(d->vq, &c[0], 96);
+	vq_complete(d->vq, &c[1], 0);
+	vq_flush(d->vq);
+	tap_ok(drv_get_used(d, 5, &len) == h[0] && len == 96 &&
+			drv_get_used(d, 1, &len) == h[1] && len == 0,
+			"zero-len rx: both used, 96 and 0 bytes");
+	drv_close(d);
+}
+
+/* Kicks off and on again (as a sleeping poll loop does), and the look for new buffers. */
+static void test_kicks(bool packed)
+{
+	struct drv dd, *d = &dd;
+	struct buf one = { R0_GPA, 8, 0 };
+	uint16_t avail_event;
+
+	drv_open(d, packed, 8, F_EVENT_IDX);
+	vq_disable_guest_kicks(d->vq);
+	if (packed) {
+		tap_ok(le16toh(d->p->dev_ev->flags) == VRING_PACKED_EVENT_FLAG_DISABLE,
+				"kicks: DISABLE in the device event structure");
+	} else {
+		memcpy(&avail_event, &d->s->used->ring[8], sizeof(avail_event));
+		tap_ok(le16toh(d->s->used->flags) == VRING_USED_F_NO_NOTIFY &&
+				le16toh(avail_event) == 65535,
+				"kicks: NO_NOTIFY, and avail_event one behind our position");
+	}
+	vq_enable_guest_kicks(d->vq);
+	if (packed) {
+		tap_ok(le16toh(d->p->dev_ev->flags) == VRING_PACKED_EVENT_FLAG_ENABLE,
+				"kicks: ENABLE when asked");
+	} else {
+		memcpy(&avail_event, &d->s->used->ring[8], sizeof(avail_event));
+		tap_ok(d->s->used->flags == 0 && le16toh(avail_event) == 0,
+				"kicks: when asked, flags cleared and avail_event at our position");
+	}
+	tap_ok(!vq_avail_pending(d->vq), "pending: nothing available");
+	drv_post(d, &one, 1);
+	tap_ok(vq_avail_pending(d->vq), "pending: a new descriptor seen");
+	drv_close(d);
 }
 
 static void test_names(void)
@@ -934,24 +1983,53 @@ static void test_names(void)
 	tap_ok(distinct, "every error kind has its own name");
 }
 
+
 int main(void)
 {
+	int packed = vfe_ring_env();
+
+	if (packed < 0) {
+		printf("Bail out! VFE_RING is neither split nor packed\n");
+		return EXIT_FAILURE;
+	}
 	if (fake_guest_init() != 0)
 		return EXIT_FAILURE;
+	tap_diag("ring layout: %s", packed ? "packed" : "split");
 
-	test_init();
-	test_basic();
-	test_wrap();
-	test_shadow_full();
-	test_burst_and_unget();
-	test_indirect();
-	test_broken();
-	test_zero_len();
-	test_big_ok();
-	test_partial_burst();
-	test_event_idx();
-	test_no_event_idx();
-	test_random();
+	if (!packed) {
+		split_test_init();
+		split_test_basic();
+		split_test_wrap();
+		split_test_shadow_full();
+		split_test_burst_and_unget();
+		split_test_indirect();
+		split_test_broken();
+		test_zero_len(false);
+		split_test_big_ok();
+		split_test_partial_burst();
+		split_test_event_idx();
+		split_test_no_event_idx();
+		test_kicks(false);
+		split_test_random();
+	} else {
+		packed_test_init();
+		packed_test_basic();
+		packed_test_wrap();
+		packed_test_chain_across_end();
+		packed_test_shadow_full();
+		packed_test_burst_and_unget();
+		packed_test_indirect();
+		packed_test_indirect_bounded();
+		test_zero_len(true);
+		packed_test_broken();
+		packed_test_partial_burst();
+		packed_test_outstanding();
+		packed_test_event_idx();
+		packed_test_event_modes();
+		packed_test_event_wrap();
+		test_kicks(true);
+		packed_test_random();
+	}
 	test_names();
 
 	fake_guest_fini();

@@ -251,7 +251,7 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 	uint32_t i;
 	uint16_t q;
 
-	/* virtq_init() zeroes the ring counters: keep what they counted so far. */
+	/* virtq_split_init() zeroes the ring counters: keep what they counted so far. */
 	vsock_stats_dev_detached(dev);
 	free(dev->mem);
 	dev->mem = NULL;
@@ -302,8 +302,8 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 		     virtq_packed_init(vq, &dev->gmem, vring.desc_packed, vring.driver_event,
 				       vring.device_event, vring.size, last_avail, last_used,
 				       dev->features) :
-		     virtq_init(vq, &dev->gmem, vring.desc, vring.avail, vring.used, vring.size,
-				last_avail, last_used, dev->features)) < 0) {
+		     virtq_split_init(vq, &dev->gmem, vring.desc, vring.avail, vring.used,
+				      vring.size, last_avail, last_used, dev->features)) < 0) {
 			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vring %u of size %u refused",
 				  dev->conf.cid, q, vring.size);
 			return -EINVAL;

@@ -8,7 +8,7 @@
 #include <vsock_pmd.h>
 
 #include "guest_mem.h"
-#include "virtq_split.h"
+#include "virtq_common.h"
 
 struct conn_table;
 struct rte_mempool;

@@ -35,7 +35,7 @@
 #include "device.h"
 #include "log.h"
 #include "stats.h"
-#include "virtq_split.h"
+#include "virtq_common.h"
 #include "vsock_pkt.h"
 #include "worker.h"
 

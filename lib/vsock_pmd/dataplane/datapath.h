@@ -9,7 +9,7 @@
 
 #include <vsock_pmd.h>
 
-#include "virtq_split.h"
+#include "virtq_common.h"
 
 struct vsock_dev;
 

@@ -8,10 +8,11 @@
  * Each vq_*() call below is one branch on vq->packed, inlined, and then the
  * layout's own function: the split path costs what it did before the
  * packed layout existed. Semantics are those of the split engine's calls of
- * the same name.
+ * the same name (virtq_split_*()).
  */
 #include <endian.h>
 
+#include "virtq_common.h"
 #include "virtq_packed.h"
 #include "virtq_split.h"
 
@@ -22,7 +23,7 @@ static inline uint16_t vq_dequeue_burst(struct virtq *vq, struct virtq_chain *ch
 {
 	if (VQ_PACKED(vq))
 		return virtq_packed_dequeue_burst(vq, chains, max);
-	return virtq_dequeue_burst(vq, chains, max);
+	return virtq_split_dequeue_burst(vq, chains, max);
 }
 
 /** Complete chain @p c (as dequeued) with @p len bytes written into it. */
@@ -31,14 +32,14 @@ static inline void vq_complete(struct virtq *vq, const struct virtq_chain *c, ui
 	if (VQ_PACKED(vq))
 		virtq_packed_complete(vq, c->head, c->ndescs, len);
 	else
-		virtq_complete(vq, c->head, len);
+		virtq_split_complete(vq, c->head, len);
 }
 
 static inline uint16_t vq_unget(struct virtq *vq, uint16_t n)
 {
 	if (VQ_PACKED(vq))
 		return virtq_packed_unget(vq, n);
-	return virtq_unget(vq, n);
+	return virtq_split_unget(vq, n);
 }
 
 static inline void vq_flush(struct virtq *vq)
@@ -46,14 +47,14 @@ static inline void vq_flush(struct virtq *vq)
 	if (VQ_PACKED(vq))
 		virtq_packed_flush(vq);
 	else
-		virtq_flush(vq);
+		virtq_split_flush(vq);
 }
 
 static inline bool vq_should_notify(struct virtq *vq)
 {
 	if (VQ_PACKED(vq))
 		return virtq_packed_should_notify(vq);
-	return virtq_should_notify(vq);
+	return virtq_split_should_notify(vq);
 }
 
 /**
@@ -72,7 +73,7 @@ static inline void vq_disable_guest_kicks(struct virtq *vq)
 	if (VQ_PACKED(vq))
 		virtq_packed_disable_guest_kicks(vq);
 	else
-		virtq_disable_guest_kicks(vq);
+		virtq_split_disable_guest_kicks(vq);
 }
 
 /**
@@ -106,7 +107,7 @@ static inline void vq_set_per_entry_publish(struct virtq *vq, bool on)
 	if (VQ_PACKED(vq))
 		virtq_packed_set_per_entry_publish(vq, on);
 	else
-		virtq_set_per_entry_publish(vq, on);
+		virtq_split_set_per_entry_publish(vq, on);
 }
 
 #endif /* VSOCK_VIRTQ_H */

@@ -40,7 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "virtq_split.h"
+#include "virtq_common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,10 +64,10 @@ int virtq_packed_init(struct virtq *vq, const struct guest_mem *mem,
 		      struct vring_packed_desc_event *device_event, uint16_t size,
 		      uint16_t last_avail, uint16_t last_used, uint64_t features);
 
-/** As virtq_dequeue_burst(); at most VIRTQ_SHADOW_MAX chains per call. */
+/** As virtq_split_dequeue_burst(); at most VIRTQ_SHADOW_MAX chains per call. */
 uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max);
 
-/** As virtq_unget(). */
+/** As virtq_split_unget(). */
 uint16_t virtq_packed_unget(struct virtq *vq, uint16_t n);
 
 /** Publish every shadow entry, the first one's flags last; nothing if empty. */
@@ -97,7 +97,7 @@ static inline void virtq_packed_complete(struct virtq *vq, uint16_t id, uint16_t
 		virtq_packed_flush(vq);
 }
 
-/** As virtq_should_notify(), from the driver event suppression structure. */
+/** As virtq_split_should_notify(), from the driver event suppression structure. */
 bool virtq_packed_should_notify(struct virtq *vq);
 
 /**
@@ -119,7 +119,7 @@ void virtq_packed_enable_guest_kicks(struct virtq *vq);
 /** Whether the next descriptor is available (a relaxed look, for sleep decisions). */
 bool virtq_packed_avail_pending(const struct virtq *vq);
 
-/** As virtq_set_per_entry_publish(). */
+/** As virtq_split_set_per_entry_publish(). */
 void virtq_packed_set_per_entry_publish(struct virtq *vq, bool on);
 
 #ifdef __cplusplus

@@ -3,16 +3,11 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "virtq_impl.h"
 #include "virtq_split.h"
 
 /* Avail entries read (and their descriptors prefetched) ahead of the walk. */
-#define VIRTQ_BATCH 32
-
-#define likely(x)	__builtin_expect(!!(x), 1)
-#define unlikely(x)	__builtin_expect(!!(x), 0)
-
-/* Keeps the compiler from re-reading guest memory in place of a local copy. */
-#define compiler_barrier() __asm__ volatile("" ::: "memory")
+#define VIRTQ_SPLIT_BATCH 32
 
 static const char *const virtq_err_names[VIRTQ_ERR_MAX] = {
 	[VIRTQ_ERR_NONE] = "none",
@@ -40,7 +35,7 @@ const char *virtq_err_str(enum virtq_err err)
 	return virtq_err_names[err];
 }
 
-int virtq_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc *desc,
+int virtq_split_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc *desc,
 		struct vring_avail *avail, struct vring_used *used, uint16_t size,
 		uint16_t last_avail_idx, uint16_t last_used_idx, uint64_t features)
 {
@@ -62,7 +57,10 @@ int virtq_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc 
 
 /*
  * Copy between a flat buffer and bytes [off, off + len) of a piece list.
- * Bounded by n pieces; returns the bytes copied.
+ * Bounded by n pieces; returns the bytes copied. The chain copies below are
+ * the same on either layout (virtq_common.h); they live here, beside the
+ * split walk's loads from a scattered indirect table, to share this one
+ * out-of-line copy with them.
  */
 static uint32_t pieces_copy(const struct guest_mem_piece *p, unsigned int n, uint32_t off,
 		void *buf, uint32_t len, bool to_pieces)
@@ -130,14 +128,12 @@ static inline void desc_load(const struct desc_table *t, uint32_t idx, struct vr
  * every index bounded by its table, every buffer translated; the walk visits
  * at most one table's worth of descriptors per table (more means a loop).
  */
-static enum virtq_err virtq_walk(const struct virtq *vq, uint16_t head, struct virtq_chain *c)
+static enum virtq_err split_walk(const struct virtq *vq, uint16_t head, struct virtq_chain *c)
 {
+	struct virtq_walk w = { .lim = VIRTQ_CHAIN_MAX_PIECES };
 	struct desc_table t;
-	uint64_t rlen = 0, wlen = 0;
 	uint32_t idx = head, visited = 0;
-	/* Pieces the chain may still take: an empty descriptor uses one (see below). */
-	unsigned int np = 0, nr = 0, lim = VIRTQ_CHAIN_MAX_PIECES;
-	bool in_indirect = false, writing = false;
+	bool in_indirect = false;
 
 	if (unlikely(head >= vq->size))
 		return VIRTQ_ERR_HEAD;
@@ -146,6 +142,7 @@ static enum virtq_err virtq_walk(const struct virtq *vq, uint16_t head, struct v
 
 	for (;;) {
 		struct vring_desc d;
+		enum virtq_err err;
 		uint16_t flags;
 		uint32_t len;
 		int k;
@@ -179,37 +176,9 @@ static enum virtq_err virtq_walk(const struct virtq *vq, uint16_t head, struct v
 			continue;
 		}
 
-		/* Direction counts for an empty descriptor too: the spec's order rule. */
-		if (flags & VRING_DESC_F_WRITE) {
-			wlen += len;
-			writing = true;
-		} else {
-			if (unlikely(writing))
-				return VIRTQ_ERR_DESC_ORDER;
-			rlen += len;
-		}
-		if (unlikely((rlen | wlen) > UINT32_MAX))
-			return VIRTQ_ERR_CHAIN_LEN;
-		if (likely(len != 0)) {
-			k = guest_mem_translate(vq->mem, le64toh(d.addr), len, &c->pieces[np],
-					lim - np);
-			if (unlikely(k < 0))
-				return k == -ENOSPC ? VIRTQ_ERR_PIECES : VIRTQ_ERR_DESC_ADDR;
-			np += k;
-			if (!writing)
-				nr = np;
-		} else {
-			/*
-			 * An empty buffer is legal (the spec does not forbid it; Linux vhost
-			 * skips it): no piece, and its address, naming no byte, is not
-			 * looked at. It still takes one piece's room, so that a chain costs
-			 * at most VIRTQ_CHAIN_MAX_PIECES descriptors of work whatever it holds.
-			 */
-			if (unlikely(lim == np))
-				return VIRTQ_ERR_PIECES;
-			lim--;
-		}
-
+		err = virtq_walk_add(vq, c, &w, le64toh(d.addr), len, flags);
+		if (unlikely(err != VIRTQ_ERR_NONE))
+			return err;
 		if (!(flags & VRING_DESC_F_NEXT))
 			break;
 		idx = le16toh(d.next);
@@ -217,15 +186,11 @@ static enum virtq_err virtq_walk(const struct virtq *vq, uint16_t head, struct v
 			return VIRTQ_ERR_NEXT;
 	}
 	c->head = head;
-	/* All four were bounded above (pieces <= 64, lengths < 4 GiB). */
-	c->nr_readable = (uint16_t)nr;
-	c->nr_pieces = (uint16_t)np;
-	c->readable_len = (uint32_t)rlen;
-	c->writable_len = (uint32_t)wlen;
+	virtq_walk_done(&w, c);
 	return VIRTQ_ERR_NONE;
 }
 
-uint16_t virtq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max)
+uint16_t virtq_split_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max)
 {
 	uint16_t avail_idx, n, done = 0;
 
@@ -248,8 +213,8 @@ uint16_t virtq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint1
 		n = max;
 
 	while (done < n) {
-		uint16_t heads[VIRTQ_BATCH];
-		unsigned int b = n - done < VIRTQ_BATCH ? n - done : VIRTQ_BATCH;
+		uint16_t heads[VIRTQ_SPLIT_BATCH];
+		unsigned int b = n - done < VIRTQ_SPLIT_BATCH ? n - done : VIRTQ_SPLIT_BATCH;
 		unsigned int i;
 
 		/* Read the heads once, in a row, and start fetching their descriptors. */
@@ -261,7 +226,7 @@ uint16_t virtq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint1
 			__builtin_prefetch(&vq->desc[heads[i] & vq->mask]);
 		}
 		for (i = 0; i < b; i++) {
-			enum virtq_err err = virtq_walk(vq, heads[i], &chains[done]);
+			enum virtq_err err = split_walk(vq, heads[i], &chains[done]);
 
 			if (unlikely(err != VIRTQ_ERR_NONE)) {
 				virtq_mark_broken(vq, err);
@@ -277,7 +242,7 @@ out:
 	return done;
 }
 
-uint16_t virtq_unget(struct virtq *vq, uint16_t n)
+uint16_t virtq_split_unget(struct virtq *vq, uint16_t n)
 {
 	if (n > vq->unget_max)
 		n = vq->unget_max;
@@ -287,7 +252,7 @@ uint16_t virtq_unget(struct virtq *vq, uint16_t n)
 	return n;
 }
 
-void virtq_flush(struct virtq *vq)
+void virtq_split_flush(struct virtq *vq)
 {
 	uint16_t n = vq->shadow_count;
 	uint16_t old = vq->last_used_idx;
@@ -321,7 +286,7 @@ void virtq_flush(struct virtq *vq)
 		vq->signalled_used_valid = false;
 }
 
-bool virtq_should_notify(struct virtq *vq)
+bool virtq_split_should_notify(struct virtq *vq)
 {
 	uint16_t old = vq->signalled_used;
 	uint16_t new = vq->last_used_idx;
@@ -360,7 +325,7 @@ bool virtq_should_notify(struct virtq *vq)
 	return notify;
 }
 
-void virtq_disable_guest_kicks(struct virtq *vq)
+void virtq_split_disable_guest_kicks(struct virtq *vq)
 {
 	__atomic_store_n(&vq->used->flags, htole16(VRING_USED_F_NO_NOTIFY), __ATOMIC_RELAXED);
 	/*
@@ -376,8 +341,8 @@ void virtq_disable_guest_kicks(struct virtq *vq)
 				htole16((uint16_t)(vq->last_avail_idx - 1)), __ATOMIC_RELAXED);
 }
 
-void virtq_set_per_entry_publish(struct virtq *vq, bool on)
+void virtq_split_set_per_entry_publish(struct virtq *vq, bool on)
 {
-	virtq_flush(vq);
+	virtq_split_flush(vq);
 	vq->per_entry_publish = on;
 }

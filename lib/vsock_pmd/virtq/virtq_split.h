@@ -12,8 +12,8 @@
  * from it, and the reason is kept and counted.
  *
  * Completions go to a shadow used ring first and reach the guest in one
- * virtq_flush(): one copy into used->ring (two at the wrap), one release
- * store of used->idx. virtq_should_notify() then decides whether the guest
+ * virtq_split_flush(): one copy into used->ring (two at the wrap), one release
+ * store of used->idx. virtq_split_should_notify() then decides whether the guest
  * wants an interrupt; the caller does the eventfd write.
  *
  * One virtq belongs to one lcore at a time; nothing here is thread-safe.
@@ -22,167 +22,13 @@
 
 #include <endian.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
-#include <linux/virtio_ring.h>
 
-#include "guest_mem.h"
+#include "virtq_common.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/** Largest split queue the spec allows. */
-#define VIRTQ_MAX_SIZE 32768
-/**
- * Host-contiguous pieces one chain may use, an empty descriptor counting as
- * one; more marks the queue broken.
- */
-#define VIRTQ_CHAIN_MAX_PIECES 64
-/** Shadow used entries kept before a forced flush (and at most the ring size). */
-#define VIRTQ_SHADOW_MAX 1024
-
-/** Why a queue was marked broken (or a completion refused). */
-enum virtq_err {
-	VIRTQ_ERR_NONE = 0,
-	VIRTQ_ERR_AVAIL_IDX,		/**< avail->idx moved ahead by more than size */
-	VIRTQ_ERR_HEAD,			/**< avail ring entry >= size */
-	VIRTQ_ERR_NEXT,			/**< next >= size (or >= indirect table entries) */
-	VIRTQ_ERR_LOOP,			/**< chain longer than its table: a loop */
-	VIRTQ_ERR_INDIRECT_FEATURE,	/**< INDIRECT flag, feature not negotiated */
-	VIRTQ_ERR_INDIRECT_NESTED,	/**< INDIRECT inside an indirect table */
-	VIRTQ_ERR_INDIRECT_NEXT,	/**< INDIRECT and NEXT on one descriptor */
-	VIRTQ_ERR_INDIRECT_LEN,		/**< table length 0 or not a multiple of 16 */
-	VIRTQ_ERR_INDIRECT_ADDR,	/**< table not inside guest memory */
-	VIRTQ_ERR_DESC_ADDR,		/**< buffer not inside guest memory */
-	VIRTQ_ERR_DESC_ORDER,		/**< device-readable after device-writable */
-	VIRTQ_ERR_PIECES,		/**< more than VIRTQ_CHAIN_MAX_PIECES pieces (empties included) */
-	VIRTQ_ERR_CHAIN_LEN,		/**< readable or writable total >= 4 GiB */
-	VIRTQ_ERR_USED_ID,		/**< caller completed a head >= size (dropped) */
-	VIRTQ_ERR_CHAIN_AVAIL,		/**< packed: NEXT into a descriptor not available */
-	VIRTQ_ERR_MAX
-};
-
-/** Short, stable name of an error kind ("avail_idx", "head", ...). */
-const char *virtq_err_str(enum virtq_err err);
-
-struct virtq_stats {
-	uint64_t dequeued;		/**< chains handed out by dequeue */
-	uint64_t ungot;			/**< chains given back by unget */
-	uint64_t completed;		/**< used entries recorded */
-	uint64_t used_idx_stores;	/**< used->idx stores (= non-empty flushes) */
-	uint64_t notify_yes;		/**< should_notify() said interrupt */
-	uint64_t notify_no;		/**< should_notify() said no */
-	uint64_t errors[VIRTQ_ERR_MAX];
-};
-
-/**
- * One validated descriptor chain: readable pieces first, then writable. An
- * empty descriptor leaves no piece, so a chain of empty ones has none (and
- * lengths 0): the caller treats it as a buffer too small for its use.
- */
-struct virtq_chain {
-	uint16_t head;
-	uint16_t nr_readable;		/**< pieces[0, nr_readable) */
-	uint16_t nr_pieces;		/**< pieces[nr_readable, nr_pieces) writable */
-	/** Packed rings: ring descriptors the chain took (what its completion skips). */
-	uint16_t ndescs;
-	uint32_t readable_len;
-	uint32_t writable_len;
-	struct guest_mem_piece pieces[VIRTQ_CHAIN_MAX_PIECES];
-};
-
-/** One completion waiting in a packed ring's shadow (host order). */
-struct virtq_packed_used {
-	uint16_t id;		/**< buffer id */
-	uint16_t ndescs;	/**< ring descriptors the chain took */
-	uint32_t len;
-};
-
-/*
- * One queue of either layout. virtq_init() sets up a split ring,
- * virtq_packed_init() (virtq_packed.h) a packed one; the layout-independent
- * calls in virtq.h dispatch on @p packed. The split engine never reads the
- * packed members.
- */
-struct virtq {
-	/* Hot fields, read on every burst. */
-	union {
-		struct vring_desc *desc;
-		struct vring_packed_desc *pdesc;		/**< packed: the ring */
-	};
-	union {
-		struct vring_avail *avail;
-		struct vring_packed_desc_event *driver_event;	/**< packed: driver's suppression */
-	};
-	union {
-		struct vring_used *used;
-		struct vring_packed_desc_event *device_event;	/**< packed: ours */
-	};
-	const struct guest_mem *mem;
-	uint16_t size;
-	uint16_t mask;
-	/**
-	 * Next avail ring slot to read (free-running). Packed ring: the next
-	 * descriptor to read, index in bits 0-14 and wrap counter in bit 15 (the
-	 * vhost-user vring base encoding).
-	 */
-	uint16_t last_avail_idx;
-	/** Value of used->idx as last published by us (free-running); packed: as above. */
-	uint16_t last_used_idx;
-	uint16_t shadow_count;
-	uint16_t shadow_cap;
-	/** Chains of the last dequeue that unget may still give back. */
-	uint16_t unget_max;
-	/** used index the guest was last told about (EVENT_IDX). */
-	uint16_t signalled_used;
-	bool signalled_used_valid;
-	bool event_idx;
-	bool indirect;
-	/** Publish each completion at once (one used->idx store per entry). */
-	bool per_entry_publish;
-	bool broken;
-	/** Packed layout (VIRTIO_F_RING_PACKED): see virtq_packed.h. */
-	bool packed;
-	enum virtq_err broken_reason;
-	struct virtq_stats stats;
-	union {
-		struct vring_used_elem shadow[VIRTQ_SHADOW_MAX];
-		struct {
-			struct virtq_packed_used pshadow[VIRTQ_SHADOW_MAX];
-			/** Ring position of each chain of the last dequeue, for unget. */
-			uint16_t pstart[VIRTQ_SHADOW_MAX];
-		};
-	};
-};
-
-/**
- * What virtq_init() and virtq_packed_init() share, after their own checks: everything
- * before the shadow cleared (shadow_count guards the shadow itself), the positions, the
- * shadow's capacity and the negotiated ring features. The caller sets the ring pointers.
- */
-static inline void virtq_init_common(struct virtq *vq, const struct guest_mem *mem,
-		uint16_t size, uint16_t last_avail_idx, uint16_t last_used_idx,
-		uint64_t features)
-{
-	memset(vq, 0, offsetof(struct virtq, shadow));
-	vq->mem = mem;
-	vq->size = size;
-	vq->last_avail_idx = last_avail_idx;
-	vq->last_used_idx = last_used_idx;
-	vq->shadow_cap = size < VIRTQ_SHADOW_MAX ? size : VIRTQ_SHADOW_MAX;
-	vq->event_idx = (features >> VIRTIO_RING_F_EVENT_IDX) & 1;
-	vq->indirect = (features >> VIRTIO_RING_F_INDIRECT_DESC) & 1;
-}
-
-/** Stop using @p vq for good: the guest broke a rule of the ring, counted under @p err. */
-static inline void virtq_mark_broken(struct virtq *vq, enum virtq_err err)
-{
-	vq->broken = true;
-	vq->broken_reason = err;
-	vq->stats.errors[err]++;
-}
 
 /**
  * Set up @p vq over rings already mapped in our address space (host VAs),
@@ -193,7 +39,7 @@ static inline void virtq_mark_broken(struct virtq *vq, enum virtq_err err)
  * (split rings must be: virtio 1.x "Queue Size"), or -EFAULT if a ring
  * pointer or @p mem is NULL or a ring is misaligned (desc 16, avail 2, used 4).
  */
-int virtq_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc *desc,
+int virtq_split_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc *desc,
 		struct vring_avail *avail, struct vring_used *used, uint16_t size,
 		uint16_t last_avail_idx, uint16_t last_used_idx, uint64_t features);
 
@@ -203,25 +49,25 @@ int virtq_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc 
  * marked broken and the chains before it are still returned; a broken queue
  * returns 0.
  */
-uint16_t virtq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max);
+uint16_t virtq_split_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max);
 
 /**
  * Give back the last @p n chains of the latest dequeue (not completed), so
  * that the next dequeue returns them again. Returns how many were given back:
  * at most what that dequeue returned minus earlier ungets.
  */
-uint16_t virtq_unget(struct virtq *vq, uint16_t n);
+uint16_t virtq_split_unget(struct virtq *vq, uint16_t n);
 
 /** Publish every shadow entry: one used->idx store, none if empty. */
-void virtq_flush(struct virtq *vq);
+void virtq_split_flush(struct virtq *vq);
 
 /**
  * Record that chain @p head is done and @p len bytes were written into its
  * writable part (0 for a chain with only readable buffers). Not visible to
- * the guest before virtq_flush(), which happens here when the shadow is full
+ * the guest before virtq_split_flush(), which happens here when the shadow is full
  * or in per-entry mode.
  */
-static inline void virtq_complete(struct virtq *vq, uint16_t head, uint32_t len)
+static inline void virtq_split_complete(struct virtq *vq, uint16_t head, uint32_t len)
 {
 	struct vring_used_elem *e;
 
@@ -234,7 +80,7 @@ static inline void virtq_complete(struct virtq *vq, uint16_t head, uint32_t len)
 	e->len = htole32(len);
 	vq->stats.completed++;
 	if (vq->per_entry_publish || vq->shadow_count == vq->shadow_cap)
-		virtq_flush(vq);
+		virtq_split_flush(vq);
 }
 
 /**
@@ -242,28 +88,13 @@ static inline void virtq_complete(struct virtq *vq, uint16_t head, uint32_t len)
  * since the last call? Honours EVENT_IDX (used_event) or, without it,
  * VRING_AVAIL_F_NO_INTERRUPT. Entries still in the shadow do not count.
  */
-bool virtq_should_notify(struct virtq *vq);
+bool virtq_split_should_notify(struct virtq *vq);
 
 /** Ask the guest not to kick us: we poll. */
-void virtq_disable_guest_kicks(struct virtq *vq);
+void virtq_split_disable_guest_kicks(struct virtq *vq);
 
 /** Set per-entry publication (the pre-batching kernel behaviour); flushes first. */
-void virtq_set_per_entry_publish(struct virtq *vq, bool on);
-
-/**
- * Copy @p len bytes from the readable part of @p c, starting @p off bytes in,
- * to @p dst. Returns the bytes copied: less than @p len only if the readable
- * part ends first.
- */
-uint32_t virtq_chain_read(const struct virtq_chain *c, uint32_t off, void *dst,
-		uint32_t len);
-
-/**
- * Copy @p len bytes from @p src into the writable part of @p c, starting
- * @p off bytes in. Returns the bytes copied (less if the writable part ends).
- */
-uint32_t virtq_chain_write(const struct virtq_chain *c, uint32_t off, const void *src,
-		uint32_t len);
+void virtq_split_set_per_entry_publish(struct virtq *vq, bool on);
 
 #ifdef __cplusplus
 }
