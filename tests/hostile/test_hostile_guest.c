@@ -721,78 +721,70 @@ struct ring_case {
 	const char *name;
 	const char *reason;
 	build_fn build;
-	enum mem_kind mem;
-	uint16_t ring;	/* 0: RING_DEFAULT */
+	enum mem_kind mem;	/* 0: MEM_DEFAULT */
+	uint16_t ring;		/* 0: RING_DEFAULT */
 	int on;
 };
 
 static const struct ring_case tx_cases[] = {
-	{ "buffer outside guest memory", "desc_addr", b_outside, MEM_DEFAULT, 0, ON_BOTH },
-	{ "buffer straddling a region end into a hole", "desc_addr", b_gap, MEM_DEFAULT, 0,
-		ON_BOTH },
-	{ "second buffer in a hole", "desc_addr", b_gap_second, MEM_DEFAULT, 0, ON_BOTH },
-	{ "buffer past the end of guest memory", "desc_addr", b_past_end, MEM_DEFAULT, 0,
-		ON_BOTH },
-	{ "gpa + len wraps", "desc_addr", b_wrap, MEM_DEFAULT, 0, ON_BOTH },
-	{ "gpa UINT64_MAX", "desc_addr", b_wrap_max, MEM_DEFAULT, 0, ON_BOTH },
-	{ "buffer of 4 GiB - 1", "desc_addr", b_len_4g, MEM_DEFAULT, 0, ON_BOTH },
-	{ "chain of 4 GiB", "chain_len", b_chain_4g, MEM_BIG, 0, ON_BOTH },
-	{ "readable after writable", "desc_order", b_order, MEM_DEFAULT, 0, ON_BOTH },
-	{ "indirect table of 24 bytes", "indirect_len", b_ind_len_odd, MEM_DEFAULT, 0, ON_BOTH },
-	{ "indirect table of 0 bytes", "indirect_len", b_ind_len_zero, MEM_DEFAULT, 0, ON_BOTH },
-	{ "indirect table of 4 GiB - 16", "indirect_addr", b_ind_len_huge, MEM_DEFAULT, 0,
-		ON_BOTH },
-	{ "indirect table outside guest memory", "indirect_addr", b_ind_outside, MEM_DEFAULT, 0,
-		ON_BOTH },
-	{ "indirect table running into a hole", "indirect_addr", b_ind_gap, MEM_DEFAULT, 0,
-		ON_BOTH },
-	{ "indirect inside indirect", "indirect_nested", b_ind_nested, MEM_DEFAULT, 0, ON_BOTH },
-	{ "indirect with NEXT", "indirect_next", b_ind_next_flag, MEM_DEFAULT, 0, ON_BOTH },
-	{ "indirect entry outside guest memory", "desc_addr", b_ind_entry_outside, MEM_DEFAULT,
-		0, ON_BOTH },
-	{ "70 buffers in one chain", "pieces", b_ind_pieces, MEM_DEFAULT, 0, ON_SPLIT },
-	{ "indirect table of 70 buffers", "pieces", b_ind_pieces, MEM_DEFAULT, 0, ON_PACKED },
+	{ "buffer outside guest memory", "desc_addr", b_outside, .on = ON_BOTH },
+	{ "buffer straddling a region end into a hole", "desc_addr", b_gap, .on = ON_BOTH },
+	{ "second buffer in a hole", "desc_addr", b_gap_second, .on = ON_BOTH },
+	{ "buffer past the end of guest memory", "desc_addr", b_past_end, .on = ON_BOTH },
+	{ "gpa + len wraps", "desc_addr", b_wrap, .on = ON_BOTH },
+	{ "gpa UINT64_MAX", "desc_addr", b_wrap_max, .on = ON_BOTH },
+	{ "buffer of 4 GiB - 1", "desc_addr", b_len_4g, .on = ON_BOTH },
+	{ "chain of 4 GiB", "chain_len", b_chain_4g, .mem = MEM_BIG },
+	{ "readable after writable", "desc_order", b_order, .on = ON_BOTH },
+	{ "indirect table of 24 bytes", "indirect_len", b_ind_len_odd, .on = ON_BOTH },
+	{ "indirect table of 0 bytes", "indirect_len", b_ind_len_zero, .on = ON_BOTH },
+	{ "indirect table of 4 GiB - 16", "indirect_addr", b_ind_len_huge, .on = ON_BOTH },
+	{ "indirect table outside guest memory", "indirect_addr", b_ind_outside, .on = ON_BOTH },
+	{ "indirect table running into a hole", "indirect_addr", b_ind_gap, .on = ON_BOTH },
+	{ "indirect inside indirect", "indirect_nested", b_ind_nested, .on = ON_BOTH },
+	{ "indirect with NEXT", "indirect_next", b_ind_next_flag, .on = ON_BOTH },
+	{ "indirect entry outside guest memory", "desc_addr", b_ind_entry_outside, .on = ON_BOTH },
+	{ "70 buffers in one chain", "pieces", b_ind_pieces, .on = ON_SPLIT },
+	{ "indirect table of 70 buffers", "pieces", b_ind_pieces, .on = ON_PACKED },
 
-	{ "avail index jumps by ring size + 1", "avail_idx", b_avail_jump, MEM_DEFAULT, 0,
-		ON_SPLIT },
-	{ "avail index goes back by one", "avail_idx", b_avail_back, MEM_DEFAULT, 0, ON_SPLIT },
-	{ "head equal to the ring size", "head", b_head, MEM_DEFAULT, 0, ON_SPLIT },
-	{ "head 0xffff", "head", b_head_max, MEM_DEFAULT, 0, ON_SPLIT },
-	{ "next beyond the ring", "next", b_next, MEM_DEFAULT, 0, ON_SPLIT },
+	{ "avail index jumps by ring size + 1", "avail_idx", b_avail_jump, .on = ON_SPLIT },
+	{ "avail index goes back by one", "avail_idx", b_avail_back, .on = ON_SPLIT },
+	{ "head equal to the ring size", "head", b_head, .on = ON_SPLIT },
+	{ "head 0xffff", "head", b_head_max, .on = ON_SPLIT },
+	{ "next beyond the ring", "next", b_next, .on = ON_SPLIT },
 	/*
 	 * A chain can hold 64 pieces: on a ring larger than that, a loop is refused at its 65th
 	 * buffer, before it could be told from a long chain. On a smaller ring it is a loop.
 	 */
-	{ "descriptor pointing at itself", "pieces", b_loop_self, MEM_DEFAULT, 0, ON_SPLIT },
-	{ "64-descriptor loop", "pieces", b_loop_long, MEM_DEFAULT, 0, ON_SPLIT },
-	{ "descriptor pointing at itself, 16-entry ring", "loop", b_loop_self, MEM_DEFAULT, 16,
-		ON_SPLIT },
-	{ "two descriptors pointing at each other, 16-entry ring", "loop", b_loop_two,
-		MEM_DEFAULT, 16, ON_SPLIT },
-	{ "loop inside an indirect table", "loop", b_ind_loop, MEM_DEFAULT, 0, ON_SPLIT },
-	{ "next beyond an indirect table", "next", b_ind_next_range, MEM_DEFAULT, 0, ON_SPLIT },
+	{ "descriptor pointing at itself", "pieces", b_loop_self, .on = ON_SPLIT },
+	{ "64-descriptor loop", "pieces", b_loop_long, .on = ON_SPLIT },
+	{ "descriptor pointing at itself, 16-entry ring", "loop",
+		b_loop_self, .ring = 16, .on = ON_SPLIT },
+	{ "two descriptors pointing at each other, 16-entry ring", "loop",
+		b_loop_two, .ring = 16, .on = ON_SPLIT },
+	{ "loop inside an indirect table", "loop", b_ind_loop, .on = ON_SPLIT },
+	{ "next beyond an indirect table", "next", b_ind_next_range, .on = ON_SPLIT },
 
 	/*
 	 * A chain that never ends: a descriptor after the first must be available too, so
 	 * the walk ends where the ring wraps (chain_avail). A chain holds 64 pieces: on a
 	 * ring larger than that the 65th buffer ends it first.
 	 */
-	{ "NEXT on all 128 descriptors", "pieces", b_no_end, MEM_DEFAULT, 0, ON_PACKED },
-	{ "NEXT on all 16 descriptors of a 16-entry ring", "chain_avail", b_no_end, MEM_DEFAULT,
-		16, ON_PACKED },
-	{ "NEXT into a descriptor available on the other lap", "chain_avail", b_second_other_lap,
-		MEM_DEFAULT, 0, ON_PACKED },
-	{ "NEXT into a descriptor marked used", "chain_avail", b_second_used, MEM_DEFAULT, 0,
-		ON_PACKED },
-	{ "buffer id equal to the ring size", "head", b_id_ring, MEM_DEFAULT, 0, ON_PACKED },
-	{ "buffer id 0xffff", "head", b_id_max, MEM_DEFAULT, 0, ON_PACKED },
-	{ "bad buffer id on the last descriptor of a chain", "head", b_id_last, MEM_DEFAULT, 0,
-		ON_PACKED },
-	{ "indirect after a NEXT", "indirect_next", b_ind_after_next, MEM_DEFAULT, 0, ON_PACKED },
-	{ "readable after writable in an indirect table", "desc_order", b_ind_order, MEM_DEFAULT,
-		0, ON_PACKED },
-	{ "indirect table without VIRTIO_RING_F_INDIRECT_DESC", "indirect_feature", b_ind_plain,
-		MEM_NO_INDIRECT, 0, ON_PACKED },
+	{ "NEXT on all 128 descriptors", "pieces", b_no_end, .on = ON_PACKED },
+	{ "NEXT on all 16 descriptors of a 16-entry ring", "chain_avail",
+		b_no_end, .ring = 16, .on = ON_PACKED },
+	{ "NEXT into a descriptor available on the other lap", "chain_avail",
+		b_second_other_lap, .on = ON_PACKED },
+	{ "NEXT into a descriptor marked used", "chain_avail", b_second_used, .on = ON_PACKED },
+	{ "buffer id equal to the ring size", "head", b_id_ring, .on = ON_PACKED },
+	{ "buffer id 0xffff", "head", b_id_max, .on = ON_PACKED },
+	{ "bad buffer id on the last descriptor of a chain", "head",
+		b_id_last, .on = ON_PACKED },
+	{ "indirect after a NEXT", "indirect_next", b_ind_after_next, .on = ON_PACKED },
+	{ "readable after writable in an indirect table", "desc_order",
+		b_ind_order, .on = ON_PACKED },
+	{ "indirect table without VIRTIO_RING_F_INDIRECT_DESC", "indirect_feature",
+		b_ind_plain, .mem = MEM_NO_INDIRECT, .on = ON_PACKED },
 };
 
 /* Whether case @p c runs on this layout. */
@@ -931,14 +923,13 @@ rx_second_other_lap(struct vfe_vq *q)
 }
 
 static const struct ring_case rx_cases[] = {
-	{ "rx buffer running into a hole", "desc_addr", rx_outside, MEM_DEFAULT, 0, ON_BOTH },
-	{ "rx avail index jumps by ring size + 1", "avail_idx", rx_avail_jump, MEM_DEFAULT, 0,
-		ON_SPLIT },
-	{ "rx head past the ring", "head", rx_head, MEM_DEFAULT, 0, ON_SPLIT },
-	{ "rx buffer pointing at itself", "pieces", rx_loop, MEM_DEFAULT, 0, ON_SPLIT },
-	{ "rx buffer id past the ring", "head", rx_id, MEM_DEFAULT, 0, ON_PACKED },
-	{ "rx NEXT into a buffer available on the other lap", "chain_avail", rx_second_other_lap,
-		MEM_DEFAULT, 0, ON_PACKED },
+	{ "rx buffer running into a hole", "desc_addr", rx_outside, .on = ON_BOTH },
+	{ "rx avail index jumps by ring size + 1", "avail_idx", rx_avail_jump, .on = ON_SPLIT },
+	{ "rx head past the ring", "head", rx_head, .on = ON_SPLIT },
+	{ "rx buffer pointing at itself", "pieces", rx_loop, .on = ON_SPLIT },
+	{ "rx buffer id past the ring", "head", rx_id, .on = ON_PACKED },
+	{ "rx NEXT into a buffer available on the other lap", "chain_avail",
+		rx_second_other_lap, .on = ON_PACKED },
 };
 
 static void
@@ -1048,50 +1039,22 @@ test_head_not_avail(bool used)
 	case_end(what);
 }
 
-/* The buffer id is the last descriptor's: a bad one on the first is not looked at. */
+/*
+ * A valid REQUEST added in @p npieces descriptors (@p indirect: as a table), changed by
+ * @p change in a way that leaves it valid, then published: it must be answered, and the
+ * queue go on. @p added and @p answered name the two steps.
+ */
 static void
-test_id_first_only(void)
+valid_req(const char *what, unsigned int npieces, bool indirect,
+		void (*change)(struct vfe_vq *tx, uint16_t c, int id), const char *added,
+		const char *answered)
 {
-	const char *what = "bad buffer id on the first descriptor only";
 	struct vfe_vq *tx;
 	long mark = ops_log_mark(&env.o);
 	unsigned int from;
 	uint32_t port = 0;
 	char why[160];
 	uint16_t c;
-
-	if (!fresh_attacker(what, NULL)) {
-		case_end(what);
-		return;
-	}
-	tx = &g.v.vq[VFE_VSOCK_TX];
-	from = g.nlog;
-	c = tx->avail_idx;
-	if (!tap_ok(add_req(2, false, &port) >= 0, "%s: REQUEST added", what)) {
-		case_end(what);
-		return;
-	}
-	desc_at(tx, c)->id = htole16(0xffff);
-	tx_publish();
-	RG_WAIT(&g, g.tx_completed == 2 && g.nlog > from, MS);
-	if (!tap_ok(got_rst(port, from, why, sizeof(why)) && g.tx_completed == 2 &&
-			g.bad_used == 0, "%s: answered, completed under the last one's id", what))
-		tap_diag("%s", why);
-	expect_served(what, mark);
-	case_end(what);
-}
-
-/* NEXT means nothing inside a packed indirect table: every entry is a buffer, in order. */
-static void
-test_indirect_next_ignored(void)
-{
-	const char *what = "NEXT set and not set inside an indirect table";
-	struct vfe_vq *tx;
-	struct vring_packed_desc *t;
-	long mark = ops_log_mark(&env.o);
-	unsigned int from;
-	uint32_t port = 0;
-	char why[160];
 	int id;
 
 	if (!fresh_attacker(what, NULL)) {
@@ -1100,21 +1063,55 @@ test_indirect_next_ignored(void)
 	}
 	tx = &g.v.vq[VFE_VSOCK_TX];
 	from = g.nlog;
-	id = add_req(2, true, &port);
-	if (!tap_ok(id >= 0, "%s: REQUEST added as a table of two entries", what)) {
+	c = tx->avail_idx;
+	id = add_req(npieces, indirect, &port);
+	if (!tap_ok(id >= 0, "%s: %s", what, added)) {
 		case_end(what);
 		return;
 	}
-	/* The header's second part is in the last entry: with NEXT it would point past it. */
-	t = (struct vring_packed_desc *)tx->indirect + (size_t)id * tx->indirect_max;
-	t[1].flags = htole16(VRING_DESC_F_NEXT);
+	change(tx, c, id);
 	tx_publish();
 	RG_WAIT(&g, g.tx_completed == 2 && g.nlog > from, MS);
-	if (!tap_ok(got_rst(port, from, why, sizeof(why)) && g.tx_completed == 2,
-			"%s: the header read whole from both entries, answered", what))
+	if (!tap_ok(got_rst(port, from, why, sizeof(why)) && g.tx_completed == 2 &&
+			g.bad_used == 0, "%s: %s", what, answered))
 		tap_diag("%s", why);
 	expect_served(what, mark);
 	case_end(what);
+}
+
+static void
+id_on_first(struct vfe_vq *tx, uint16_t c, int id)
+{
+	(void)id;
+	desc_at(tx, c)->id = htole16(0xffff);
+}
+
+static void
+next_in_table(struct vfe_vq *tx, uint16_t c, int id)
+{
+	struct vring_packed_desc *t = (struct vring_packed_desc *)tx->indirect +
+		(size_t)id * tx->indirect_max;
+
+	(void)c;
+	/* The header's second part is in the last entry: with NEXT it would point past it. */
+	t[1].flags = htole16(VRING_DESC_F_NEXT);
+}
+
+/* The buffer id is the last descriptor's: a bad one on the first is not looked at. */
+static void
+test_id_first_only(void)
+{
+	valid_req("bad buffer id on the first descriptor only", 2, false, id_on_first,
+		"REQUEST added", "answered, completed under the last one's id");
+}
+
+/* NEXT means nothing inside a packed indirect table: every entry is a buffer, in order. */
+static void
+test_indirect_next_ignored(void)
+{
+	valid_req("NEXT set and not set inside an indirect table", 2, true, next_in_table,
+		"REQUEST added as a table of two entries",
+		"the header read whole from both entries, answered");
 }
 
 /* A tx buffer the device may only write: no header to read, dropped as a short packet. */
