@@ -14,12 +14,15 @@
 #include <stdint.h>
 #include <string.h>
 #include <linux/virtio_vsock.h>
+#include <linux/vm_sockets.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define VSOCK_HDR_SIZE		((uint32_t)sizeof(struct virtio_vsock_hdr))
+/** The host's CID: the guests' peer on hybrid vsock and native connections. */
+#define VSOCK_HOST_CID		((uint64_t)VMADDR_CID_HOST)
 /** Largest payload one packet may carry (VIRTIO_VSOCK_MAX_PKT_BUF_SIZE). */
 #define VSOCK_PKT_MAX_PAYLOAD	(64u * 1024)
 

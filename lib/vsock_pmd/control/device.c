@@ -39,6 +39,7 @@
 #include "device.h"
 #include "ep_native.h"
 #include "ep_ring.h"
+#include "ep_route.h"
 #include "ep_sibling.h"
 #include "ep_uds.h"
 #include "log.h"

@@ -32,8 +32,8 @@
 #include "ep_native.h"
 #include "ep_ring.h"
 #include "ep_sibling.h"
+#include "vsock_pkt.h"
 
-#define HOST_CID 2
 #define HANDLE_GEN_MASK 0x7fff
 #define HANDLE_IDX_BITS 16
 /* Guests waiting for one listener's accept. */
@@ -322,7 +322,7 @@ int vsock_native_connect(uint64_t cid, uint32_t port, int type)
 	p = ep_ring_alloc();
 	if (!p)
 		return -ENOBUFS;
-	p->src_cid = HOST_CID;
+	p->src_cid = VSOCK_HOST_CID;
 	p->src_port = EP_RING_NATIVE_PORT_FIRST +
 		      __atomic_fetch_add(&region->next_port, 1, __ATOMIC_RELAXED) %
 		      (UINT32_MAX - EP_RING_NATIVE_PORT_FIRST);

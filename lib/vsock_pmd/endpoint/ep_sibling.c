@@ -17,12 +17,10 @@
 #include <rte_memzone.h>
 #include <rte_ring.h>
 
-#include "ep_native.h"
 #include "ep_ring.h"
 #include "ep_sibling.h"
 #include "log.h"
 
-#define HOST_CID 2
 #define TABLE_MZ "vsock_sibling"
 
 struct sibling_vm {
@@ -178,12 +176,10 @@ bool ep_sibling_allowed(uint64_t src_cid, uint64_t dst_cid)
 	return src && dst && (src->groups & dst->groups) != 0;
 }
 
-struct rte_ring *ep_route(uint64_t src_cid, uint64_t dst_cid, uint32_t dst_port)
+struct rte_ring *ep_sibling_route(uint64_t src_cid, uint64_t dst_cid)
 {
 	struct sibling_vm *dst;
 
-	if (dst_cid == HOST_CID)
-		return ep_native_listener_ring(src_cid, dst_port);
 	if (!ep_sibling_allowed(src_cid, dst_cid))
 		return NULL;
 	dst = vm_by_cid(dst_cid);

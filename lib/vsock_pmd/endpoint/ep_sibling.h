@@ -3,8 +3,9 @@
 #define VSOCK_PMD_EP_SIBLING_H
 
 /**
- * Guest-to-guest routing (doc/multi-vm.md): the table of VMs by CID with their groups and
- * the ring each VM's connection table takes new ring connections from. A guest's REQUEST
+ * The guests' side of ring connections (doc/multi-vm.md): the table of VMs by CID with their
+ * groups and the ring each VM's connection table takes new ring connections from, from
+ * another guest (ep_route.h) or a native program (ep_native.c). A guest's REQUEST
  * to another guest's CID becomes an ep_ring (ep_ring.h) put on the target VM's incoming
  * ring; the target's table offers it to its guest like a host connect. Both halves then
  * run the full protocol with their own guest, each on its own lcore.
@@ -56,13 +57,10 @@ void ep_sibling_set_running(uint64_t cid, bool running);
 int ep_sibling_running(uint64_t cid);
 
 /**
- * Where a guest's REQUEST from @p src_cid to @p dst_cid port @p dst_port goes when it is not
- * for a host socket (struct conn_table_conf.route):
- * - @p dst_cid is the host: the accept ring of a native listener on that port (ep_native.h),
- *   or NULL (hybrid vsock then);
- * - another guest: its incoming ring if both VMs share a group and it runs, else NULL.
+ * The incoming ring of guest @p dst_cid for a REQUEST from guest @p src_cid (ep_route.h):
+ * NULL unless both VMs share a group and @p dst_cid runs.
  */
-struct rte_ring *ep_route(uint64_t src_cid, uint64_t dst_cid, uint32_t dst_port);
+struct rte_ring *ep_sibling_route(uint64_t src_cid, uint64_t dst_cid);
 
 /** Whether a guest of @p src_cid may reach @p dst_cid at all (a shared group). */
 bool ep_sibling_allowed(uint64_t src_cid, uint64_t dst_cid);
