@@ -29,8 +29,7 @@
 #include "device.h"
 #include "log.h"
 #include "virtq.h"
-
-#define VSOCK_HDR_LEN sizeof(struct virtio_vsock_hdr)
+#include "vsock_pkt.h"
 
 /* rx chains dequeued at a time (host_to_guest()). */
 #define RX_CHUNK 8
@@ -85,8 +84,8 @@ static void report_short(struct vsock_dev *dev, uint32_t len)
 {
 	if (dev->stats.short_packets++ == 0)
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": dropped a tx packet of %u bytes, shorter than "
-			  "the %zu-byte header (counted in short_packets, logged once)",
-			  dev->conf.cid, len, VSOCK_HDR_LEN);
+			  "the %u-byte header (counted in short_packets, logged once)",
+			  dev->conf.cid, len, VSOCK_HDR_SIZE);
 }
 
 /* The burst size the control side last set ("set burst"): any value in 1..BURST_MAX is safe. */
@@ -157,7 +156,7 @@ static uint16_t data_run(struct datapath_scratch *s, uint16_t i, uint16_t n)
 		    h->dst_port != first->dst_port ||
 		    niov + s->chains[j].nr_readable > RTE_DIM(s->run_iov))
 			break;
-		s->run_cnt[j - i] = chain_readable_iov(&s->chains[j], VSOCK_HDR_LEN,
+		s->run_cnt[j - i] = chain_readable_iov(&s->chains[j], VSOCK_HDR_SIZE,
 						       &s->run_iov[niov]);
 		niov += s->run_cnt[j - i];
 	}
@@ -176,8 +175,8 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 		report_broken(dev, VSOCK_VQ_TX);
 	/* One copy of each header: the guest may rewrite its buffer while we parse it. */
 	for (i = 0; i < n; i++)
-		s->hdr_ok[i] = virtq_chain_read(&s->chains[i], 0, &s->hdrs[i], VSOCK_HDR_LEN) ==
-			       VSOCK_HDR_LEN;
+		s->hdr_ok[i] = virtq_chain_read(&s->chains[i], 0, &s->hdrs[i], VSOCK_HDR_SIZE) ==
+			       VSOCK_HDR_SIZE;
 	for (i = 0; i < n; i += k) {
 		k = data_run(s, i, n);
 		if (unlikely(!s->hdr_ok[i])) {
@@ -189,7 +188,7 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 			taken = (uint16_t)conn_from_guest_run(dev->conns, &s->hdrs[i], s->run_iov,
 							      s->run_cnt, k);
 		} else {
-			iovcnt = chain_readable_iov(&s->chains[i], VSOCK_HDR_LEN, iov);
+			iovcnt = chain_readable_iov(&s->chains[i], VSOCK_HDR_SIZE, iov);
 			taken = conn_from_guest(dev->conns, &s->hdrs[i], iov, iovcnt) == -EAGAIN ?
 				0 : 1;
 		}
@@ -224,11 +223,11 @@ static uint16_t rx_fill(struct vsock_dev *dev, struct virtq *vq, const struct vi
 	for (i = 0; i < n; i++) {
 		uint32_t len = 0;
 
-		if (c[i].writable_len >= VSOCK_HDR_LEN)
+		if (c[i].writable_len >= VSOCK_HDR_SIZE)
 			len = conn_to_guest(dev->conns, iov, chain_writable_iov(&c[i], iov));
 		else
 			dev->stats.small_rx_buffers++;
-		if (len == 0 && c[i].writable_len >= VSOCK_HDR_LEN) {
+		if (len == 0 && c[i].writable_len >= VSOCK_HDR_SIZE) {
 			/* Nothing more owed: keep the rest of the guest's buffers for later. */
 			vq_unget(vq, n - i);
 			return i;
