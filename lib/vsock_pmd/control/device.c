@@ -63,9 +63,6 @@
  */
 #define ATTACH_RESERVE (1u << 20)
 
-/* Longest a busy device goes without asking the kernel which host sockets are ready. */
-#define HOST_EPOLL_BUSY_US 20
-
 /* How often the control side serves the host sockets of devices no worker polls. */
 #define DETACHED_POLL_US (20 * 1000)
 
@@ -86,7 +83,7 @@ static bool detached_poll_stopping;
  * Every frontend connection maps to its VM here, from new_connection to
  * destroy_connection. Several may exist at once for one VM (DPDK accepts a
  * reconnecting QEMU before it notices the old connection closed), but only
- * the one in dev->vid drives the rings.
+ * the one in dev->dp.vid drives the rings.
  */
 #define VSOCK_MAX_VIDS 1024	/* librte_vhost's MAX_VHOST_DEVICE */
 static struct vsock_dev *vid_devs[VSOCK_MAX_VIDS];
@@ -101,7 +98,7 @@ static struct vsock_dev *running_dev_by_vid(int vid)
 {
 	struct vsock_dev *dev = dev_by_vid(vid);
 
-	return dev && dev->running && dev->vid == vid ? dev : NULL;
+	return dev && dev->running && dev->dp.vid == vid ? dev : NULL;
 }
 
 static struct vsock_dev *dev_by_path(const char *path)
@@ -157,9 +154,9 @@ static void detached_poll(void *arg __rte_unused)
 	for (i = 0; i < nb_devs; i++) {
 		struct vsock_dev *dev = devs[i];
 
-		if (!dev->conns || !dev_off_worker(dev))
+		if (!dev->dp.conns || !dev_off_worker(dev))
 			continue;
-		conn_poll_host(dev->conns, rte_get_tsc_cycles(), HOST_POLL_BUDGET);
+		conn_poll_host(dev->dp.conns, rte_get_tsc_cycles(), HOST_POLL_BUDGET);
 		again = true;
 	}
 	if (again)
@@ -198,9 +195,9 @@ static enum rte_vhost_msg_result answer_get_config(struct vsock_dev *dev,
 /* Our own descriptor of a ring's kick eventfd (DPDK may close its one at any time), or -1. */
 static void dev_kick_fd_set(struct vsock_dev *dev, uint16_t q, int kickfd)
 {
-	if (dev->kick_fd[q] >= 0)
-		close(dev->kick_fd[q]);
-	dev->kick_fd[q] = kickfd >= 0 ? fcntl(kickfd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (dev->dp.kick_fd[q] >= 0)
+		close(dev->dp.kick_fd[q]);
+	dev->dp.kick_fd[q] = kickfd >= 0 ? fcntl(kickfd, F_DUPFD_CLOEXEC, 0) : -1;
 }
 
 /* Whether [p, p + len) lies inside one region of the device's memory, as we map it. */
@@ -247,7 +244,7 @@ static bool ring_in_memory(const struct vsock_dev *dev, const struct rte_vhost_v
 static int dev_load_rings(struct vsock_dev *dev, bool resume)
 {
 	struct guest_mem_region regions[GUEST_MEM_MAX_REGIONS];
-	int vid = dev->vid;
+	int vid = dev->dp.vid;
 	uint32_t i;
 	uint16_t q;
 
@@ -275,7 +272,7 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 		return -EINVAL;
 	}
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
-		struct virtq *vq = &dev->vq[q];
+		struct virtq *vq = &dev->dp.vq[q];
 		struct rte_vhost_vring vring;
 		uint16_t last_avail, last_used;
 
@@ -321,8 +318,8 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 		}
 		/* Polling: the guest need not kick us (notify mode asks only while idle). */
 		vq_disable_guest_kicks(vq);
-		dev->notify_pending[q] = false;
-		dev->broken_reported[q] = false;
+		dev->dp.notify_pending[q] = false;
+		dev->dp.broken_reported[q] = false;
 	}
 	return 0;
 }
@@ -360,10 +357,10 @@ static enum rte_vhost_msg_result pre_msg_handle(int vid, void *raw)
 		 * its kick eventfd, while handling these: take a running device off its worker
 		 * first, and load its rings again in post_msg_handle.
 		 */
-		if (!dev->running || dev->vid != vid)
+		if (!dev->running || dev->dp.vid != vid)
 			break;
 		if (!dev->remapping) {
-			worker_detach(dev->worker, dev);
+			worker_detach(dev->worker, &dev->dp);
 			dev->remapping = true;
 			detached_poll_arm();
 		}
@@ -390,11 +387,11 @@ static enum rte_vhost_msg_result post_msg_handle(int vid, void *raw)
 	 * Any message may complete what a change left half done (SET_MEM_TABLE before the
 	 * SET_VRING_ADDR that moves the rings into the new memory): try again after each.
 	 */
-	if (dev && dev->remapping && dev->running && dev->vid == vid) {
+	if (dev && dev->remapping && dev->running && dev->dp.vid == vid) {
 		if (dev_load_rings(dev, true) == 0) {
 			dev->remapping = false;
 			memset(dev->rebase, 0, sizeof(dev->rebase));
-			worker_attach(dev->worker, dev);
+			worker_attach(dev->worker, &dev->dp);
 			VSOCK_LOG(INFO, "VM cid %" PRIu64 ": rings loaded again after request %u",
 				  dev->conf.cid, msg->request);
 		} else {
@@ -471,10 +468,10 @@ static int new_device(int vid)
 	if (dev->running) {
 		/* One frontend drives a device; a second one would share its rings. */
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vid %d already drives it, vid %d refused",
-			  dev->conf.cid, dev->vid, vid);
+			  dev->conf.cid, dev->dp.vid, vid);
 		goto out;
 	}
-	dev->vid = vid;
+	dev->dp.vid = vid;
 	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0)
 		goto out;
 	if (rte_vhost_get_vring_num(vid) < VSOCK_NR_VQ) {
@@ -484,10 +481,10 @@ static int new_device(int vid)
 	}
 	if (dev_load_rings(dev, false) < 0)
 		goto out;
-	conn_table_set_seqpacket(dev->conns,
+	conn_table_set_seqpacket(dev->dp.conns,
 				 dev->features & (1ULL << VIRTIO_VSOCK_F_SEQPACKET));
-	conn_table_set_guest(dev->conns, true);
-	worker_attach(dev->worker, dev);
+	conn_table_set_guest(dev->dp.conns, true);
+	worker_attach(dev->worker, &dev->dp);
 	dev->running = true;
 	ep_sibling_set_running(dev->conf.cid, true);
 	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": running on lcore %u (features 0x%" PRIx64 ")",
@@ -508,28 +505,28 @@ static void destroy_device(int vid)
 	if (!dev)
 		goto out;
 	if (!dev->remapping)
-		worker_detach(dev->worker, dev);
+		worker_detach(dev->worker, &dev->dp);
 	vsock_stats_dev_detached(dev);
 	dev->running = false;
 	/* No new guest-to-guest connection is routed here; the table reset ends the others. */
 	ep_sibling_set_running(dev->conf.cid, false);
 	dev->remapping = false;
 	memset(dev->rebase, 0, sizeof(dev->rebase));
-	dev->vid = -1;
+	dev->dp.vid = -1;
 	/*
 	 * DPDK answers GET_VRING_BASE with these: the frontend resumes from them. The
 	 * worker left nothing in the shadow rings, so last_used_idx is what the guest saw.
 	 */
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
-		rte_vhost_set_vring_base(vid, q, dev->vq[q].last_avail_idx,
-					 dev->vq[q].last_used_idx);
+		rte_vhost_set_vring_base(vid, q, dev->dp.vq[q].last_avail_idx,
+					 dev->dp.vq[q].last_used_idx);
 		dev_kick_fd_set(dev, q, -1);
 	}
 	free(dev->mem);
 	dev->mem = NULL;
 	/* The guest is gone or rebooting: its connections end, host sockets see EOF. */
-	conn_table_reset(dev->conns);
-	conn_table_set_guest(dev->conns, false);
+	conn_table_reset(dev->dp.conns);
+	conn_table_set_guest(dev->dp.conns, false);
 	detached_poll_arm();
 	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": stopped", dev->conf.cid);
 out:
@@ -631,7 +628,7 @@ static int dev_register(struct vsock_dev *dev)
 }
 
 /* The hybrid vsock listener and the connection table outlive frontend connections. */
-static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
+static int dev_open_endpoint(struct vsock_dev *dev)
 {
 	struct conn_table_conf cc;
 	mode_t old_umask = sock_perm_begin(dev);
@@ -663,14 +660,12 @@ static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
 	cc.max_conns = dev->conf.max_conns;
 	cc.line_timeout_ms = dev->conf.line_timeout_ms;
 	cc.connect_timeout_ms = dev->conf.connect_timeout_ms;
-	dev->conns = conn_table_create(&cc);
-	if (!dev->conns) {
+	dev->dp.conns = conn_table_create(&cc);
+	if (!dev->dp.conns) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create its connection table: %s",
 			  dev->conf.cid, rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
-	dev->burst = burst;
-	dev->host_epoll_interval = rte_get_tsc_hz() / 1000000 * HOST_EPOLL_BUSY_US;
 	return 0;
 }
 
@@ -681,8 +676,8 @@ static void dev_close_endpoint(struct vsock_dev *dev)
 	vsock_stats_dev_detached(dev);
 	for (q = 0; q < VSOCK_NR_VQ; q++)
 		dev_kick_fd_set(dev, q, -1);
-	conn_table_destroy(dev->conns);
-	dev->conns = NULL;
+	conn_table_destroy(dev->dp.conns);
+	dev->dp.conns = NULL;
 	if (dev->listen_fd >= 0) {
 		close(dev->listen_fd);
 		unlink(dev->conf.uds_path);
@@ -918,10 +913,8 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 		}
 		dev->conf = conf->vms[i];
 		vm_conf_defaults(&dev->conf);
-		dev->vid = -1;
+		dp_dev_init(&dev->dp, dev->conf.cid, conf->burst);
 		dev->listen_fd = -1;
-		dev->kick_fd[VSOCK_VQ_RX] = -1;
-		dev->kick_fd[VSOCK_VQ_TX] = -1;
 		dev->worker = home[i];
 		dev->numa_node = node;
 		ep_sibling_set_waker(dev->conf.cid, worker_waker(dev->worker));
@@ -930,7 +923,7 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 		devs[i] = dev;
 		nb_devs = i + 1;
 		pthread_mutex_unlock(&devs_lock);
-		rc = dev_open_endpoint(dev, conf->burst);
+		rc = dev_open_endpoint(dev);
 		if (rc < 0) {
 			vsock_devs_destroy();
 			return rc;

@@ -105,7 +105,7 @@ void vsock_stats_dev_detached(struct vsock_dev *dev)
 	int e;
 
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
-		struct virtq_stats *old = &dev->history.vq[q], *cur = &dev->vq[q].stats;
+		struct virtq_stats *old = &dev->history.vq[q], *cur = &dev->dp.vq[q].stats;
 
 		drain_kicks(dev, q);
 		if (dev->history.kick_fd[q] >= 0)
@@ -138,8 +138,8 @@ static void add_err(struct vsock_pmd_vm_stats *st, const char *prefix, const cha
 /* Totals since the device was created. Device lock held (kick counters are drained). */
 static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 {
-	const struct conn_stats *cs = conn_table_stats(dev->conns);
-	const struct vsock_dev_stats *ds = &dev->stats;
+	const struct conn_stats *cs = conn_table_stats(dev->dp.conns);
+	const struct dp_stats *ds = &dev->dp.stats;
 	uint64_t ring_err[VIRTQ_ERR_MAX] = { 0 };
 	uint16_t q;
 	int e;
@@ -166,7 +166,7 @@ static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 	st->small_rx_buffers = rd(&ds->small_rx_buffers);
 
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
-		const struct virtq_stats *cur = &dev->vq[q].stats, *old = &dev->history.vq[q];
+		const struct virtq_stats *cur = &dev->dp.vq[q].stats, *old = &dev->history.vq[q];
 		struct vsock_pmd_queue_stats *qs = &st->q[q];
 		unsigned int b;
 
@@ -175,7 +175,7 @@ static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 		qs->used_idx_flushes = old->used_idx_stores + rd(&cur->used_idx_stores);
 		qs->interrupts = rd(&ds->guest_notifications[q]);
 		qs->bursts = rd(&ds->bursts[q]);
-		qs->kicks = dev->history.kicks[q];
+		qs->kicks = dev->history.kicks[q] + rd(&ds->kicks[q]);
 		for (e = 1; e < VIRTQ_ERR_MAX; e++) {
 			uint64_t n = old->errors[e] + rd(&cur->errors[e]);
 
@@ -336,7 +336,7 @@ int vsock_pmd_resources_get(struct vsock_pmd_resources *res)
 	vsock_devs_lock();
 	vsock_devs_mbufs(&res->mbufs_total, &res->mbufs_in_use);
 	for (i = 0; i < vsock_devs_count(); i++)
-		res->conns += conn_count(vsock_dev_at(i)->conns);
+		res->conns += conn_count(vsock_dev_at(i)->dp.conns);
 	vsock_devs_unlock();
 	res->open_fds = open_fds();
 	res->rss_bytes = rss_bytes();
@@ -443,10 +443,10 @@ int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 	info->socket_gid = dev->conf.socket_gid;
 	info->features = dev->running ? dev->features : 0;
 	for (q = 0; dev->running && q < VSOCK_NR_VQ; q++) {
-		info->ring_size[q] = dev->vq[q].size;
-		info->ring_broken[q] = __atomic_load_n(&dev->vq[q].broken, __ATOMIC_RELAXED);
+		info->ring_size[q] = dev->dp.vq[q].size;
+		info->ring_broken[q] = __atomic_load_n(&dev->dp.vq[q].broken, __ATOMIC_RELAXED);
 	}
-	info->conns = conn_count(dev->conns);
+	info->conns = conn_count(dev->dp.conns);
 	info->tx_buffer_size = dev->conf.tx_buffer_size;
 	info->queue_size = dev->conf.queue_size;
 	info->max_conns = dev->conf.max_conns;
@@ -551,7 +551,7 @@ int vsock_pmd_conns_get(uint64_t cid, struct vsock_pmd_conn_info *out, unsigned 
 		goto out;
 	}
 	dev = vsock_dev_at(i);
-	r.t = dev->conns;
+	r.t = dev->dp.conns;
 	/* The table is the worker's while it polls the device; otherwise ours under the lock. */
 	if (dev->running && !dev->remapping)
 		worker_run(dev->worker, snapshot_conns, &r);
@@ -602,7 +602,7 @@ int vsock_pmd_set_burst(unsigned int burst)
 	vsock_devs_lock();
 	/* Any value the worker may see is a valid burst: no handshake needed. */
 	for (i = 0; i < vsock_devs_count(); i++)
-		__atomic_store_n(&vsock_dev_at(i)->burst, burst, __ATOMIC_RELAXED);
+		__atomic_store_n(&vsock_dev_at(i)->dp.burst, burst, __ATOMIC_RELAXED);
 	vsock_devs_unlock();
 	if (burst != cur_burst)
 		VSOCK_LOG(INFO, "burst size %u (was %u)", burst, cur_burst);
@@ -620,7 +620,7 @@ int vsock_pmd_set_record_burst_stats(bool on)
 		return rc;
 	vsock_devs_lock();
 	for (i = 0; i < vsock_devs_count(); i++)
-		__atomic_store_n(&vsock_dev_at(i)->record_bursts, on, __ATOMIC_RELAXED);
+		__atomic_store_n(&vsock_dev_at(i)->dp.record_bursts, on, __ATOMIC_RELAXED);
 	vsock_devs_unlock();
 	record_bursts = on;
 	api_leave();
