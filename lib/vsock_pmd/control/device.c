@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,6 @@
 #include "ep_sibling.h"
 #include "ep_uds.h"
 #include "log.h"
-#include "stats.h"
 #include "vhost_user_msg.h"
 #include "virtq.h"
 #include "worker.h"
@@ -200,6 +200,54 @@ static void dev_kick_fd_set(struct vsock_dev *dev, uint16_t q, int kickfd)
 	dev->dp.kick_fd[q] = kickfd >= 0 ? fcntl(kickfd, F_DUPFD_CLOEXEC, 0) : -1;
 }
 
+/*
+ * Poll mode: nobody else reads the kick eventfds, so their counters are the kicks since the
+ * last read. poll() first so that the read never blocks, whatever the fd's flags. In notify
+ * and adaptive modes the worker sleeping on them is their only reader, and counts them.
+ */
+void vsock_dev_kicks_drain(struct vsock_dev *dev)
+{
+	uint16_t q;
+
+	if (workers_may_sleep())
+		return;
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		struct pollfd p = { .fd = dev->dp.kick_fd[q], .events = POLLIN };
+		uint64_t v;
+
+		if (p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN) &&
+		    read(p.fd, &v, sizeof(v)) == sizeof(v))
+			dev->history.kicks[q] += v;
+	}
+}
+
+/*
+ * No worker polls @p dev any more (or its rings are about to be set up again): fold the ring
+ * counters into the device's history, which virtq_init() would zero, count the kicks and
+ * close the kick eventfds. Harmless when repeated.
+ */
+static void dev_rings_detached(struct vsock_dev *dev)
+{
+	uint16_t q;
+	int e;
+
+	vsock_dev_kicks_drain(dev);
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		struct virtq_stats *old = &dev->history.vq[q], *cur = &dev->dp.vq[q].stats;
+
+		dev_kick_fd_set(dev, q, -1);
+		old->dequeued += cur->dequeued;
+		old->ungot += cur->ungot;
+		old->completed += cur->completed;
+		old->used_idx_stores += cur->used_idx_stores;
+		old->notify_yes += cur->notify_yes;
+		old->notify_no += cur->notify_no;
+		for (e = 0; e < VIRTQ_ERR_MAX; e++)
+			old->errors[e] += cur->errors[e];
+		memset(cur, 0, sizeof(*cur));
+	}
+}
+
 /* Whether [p, p + len) lies inside one region of the device's memory, as we map it. */
 static bool in_guest_memory(const struct vsock_dev *dev, const volatile void *p, uint64_t len)
 {
@@ -248,8 +296,7 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 	uint32_t i;
 	uint16_t q;
 
-	/* virtq_init() zeroes the ring counters: keep what they counted so far. */
-	vsock_stats_dev_detached(dev);
+	dev_rings_detached(dev);
 	free(dev->mem);
 	dev->mem = NULL;
 	if (rte_vhost_get_mem_table(vid, &dev->mem) < 0 ||
@@ -307,15 +354,10 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 		}
 		vq_set_per_entry_publish(vq, used_per_entry);
 		/*
-		 * Reading a kick eventfd consumes the kicks in it. A worker that sleeps on it
-		 * must be its only reader, so the statistics then count what the worker drains.
+		 * Reading a kick eventfd consumes the kicks in it: one reader, the worker when it
+		 * sleeps on it, else the statistics (vsock_dev_kicks_drain()).
 		 */
-		if (workers_may_sleep()) {
-			vsock_stats_dev_ring(dev, q, -1);
-			dev_kick_fd_set(dev, q, vring.kickfd);
-		} else {
-			vsock_stats_dev_ring(dev, q, vring.kickfd);
-		}
+		dev_kick_fd_set(dev, q, vring.kickfd);
 		/* Polling: the guest need not kick us (notify mode asks only while idle). */
 		vq_disable_guest_kicks(vq);
 		dev->dp.notify_pending[q] = false;
@@ -506,7 +548,7 @@ static void destroy_device(int vid)
 		goto out;
 	if (!dev->remapping)
 		worker_detach(dev->worker, &dev->dp);
-	vsock_stats_dev_detached(dev);
+	dev_rings_detached(dev);
 	dev->running = false;
 	/* No new guest-to-guest connection is routed here; the table reset ends the others. */
 	ep_sibling_set_running(dev->conf.cid, false);
@@ -520,7 +562,6 @@ static void destroy_device(int vid)
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
 		rte_vhost_set_vring_base(vid, q, dev->dp.vq[q].last_avail_idx,
 					 dev->dp.vq[q].last_used_idx);
-		dev_kick_fd_set(dev, q, -1);
 	}
 	free(dev->mem);
 	dev->mem = NULL;
@@ -671,11 +712,7 @@ static int dev_open_endpoint(struct vsock_dev *dev)
 
 static void dev_close_endpoint(struct vsock_dev *dev)
 {
-	uint16_t q;
-
-	vsock_stats_dev_detached(dev);
-	for (q = 0; q < VSOCK_NR_VQ; q++)
-		dev_kick_fd_set(dev, q, -1);
+	dev_rings_detached(dev);
 	conn_table_destroy(dev->dp.conns);
 	dev->dp.conns = NULL;
 	if (dev->listen_fd >= 0) {
@@ -918,7 +955,6 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 		dev->worker = home[i];
 		dev->numa_node = node;
 		ep_sibling_set_waker(dev->conf.cid, worker_waker(dev->worker));
-		vsock_stats_dev_init(dev);
 		pthread_mutex_lock(&devs_lock);
 		devs[i] = dev;
 		nb_devs = i + 1;

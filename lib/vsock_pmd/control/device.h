@@ -15,15 +15,14 @@ struct rte_mempool;
 struct rte_vhost_memory;
 struct worker;
 
-/** What the control side keeps for a device across frontends (stats.c, under the device lock). */
+/** What the control side keeps for a device across frontends, under the device lock. */
 struct vsock_dev_history {
 	struct virtq_stats vq[VSOCK_NR_VQ];	/* ring counters of earlier attachments */
 	/*
-	 * Poll mode: guest kicks the control side drained from kick_fd (in notify and
-	 * adaptive modes the worker drains dp.kick_fd, into dp.stats.kicks).
+	 * Poll mode: guest kicks the control side drained from dp.kick_fd (in notify and
+	 * adaptive modes the worker drains them, into dp.stats.kicks).
 	 */
 	uint64_t kicks[VSOCK_NR_VQ];
-	int kick_fd[VSOCK_NR_VQ];		/* poll mode: our dup of each ring's kick eventfd, or -1 */
 };
 
 /** One VM's vhost-user device: its configuration and its current frontend connection. */

@@ -8,7 +8,7 @@
 
 #include "device.h"
 #include "native_proc.h"
-#include "stats.h"
+#include "api.h"
 #include "worker.h"
 
 static bool started;
@@ -63,7 +63,7 @@ int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 		workers_stop();
 		return rc;
 	}
-	vsock_stats_open(conf->burst);
+	vsock_api_open(conf->burst);
 	vsock_telemetry_register();
 	started = true;
 	return 0;
@@ -74,7 +74,7 @@ void vsock_pmd_stop(void)
 	if (!started)
 		return;
 	/* Operators' calls first: none may still read a device being destroyed. */
-	vsock_stats_close();
+	vsock_api_close();
 	/* No secondary is reaped while the API's tables go away under it. */
 	native_proc_stop();
 	vsock_devs_destroy();

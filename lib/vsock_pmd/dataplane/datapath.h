@@ -62,9 +62,9 @@ struct dp_dev {
 	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */
 	/*
 	 * Set by the control side while no worker polls the device: the vhost device the poll
-	 * signals the guest through (-1 while no frontend drives it), in notify and adaptive
-	 * modes our dup of each ring's kick eventfd that the worker sleeps on (or -1), and the
-	 * VM's CID for the log.
+	 * signals the guest through (-1 while no frontend drives it), our dup of each ring's
+	 * kick eventfd (or -1; read by the sleeping worker in notify and adaptive modes, by
+	 * the control side in poll mode), and the VM's CID for the log.
 	 */
 	int vid;
 	int kick_fd[VSOCK_NR_VQ];

@@ -1,20 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Statistics and live settings for operators.
+ * The control API (vsock_pmd.h): statistics, resources, connections and live settings for
+ * operators.
  *
  * The counters belong to the lcores that write them: a device's to the worker polling it, a
  * worker's to itself. This side only reads them (aligned 64-bit loads, never torn on the
  * platforms DPDK runs on) and never writes them: "clear" records a baseline that is
  * subtracted on every read, and counters a re-attached ring starts again from zero are
- * folded into the device's history first. State that is not a counter (the connection list)
- * is read on the worker, between two polls, through worker_run().
+ * folded into the device's history first (device.c). State that is not a counter (the
+ * connection list) is read on the worker, between two polls, through worker_run().
  *
  * Lock order: api_lock, then the device lock, then a worker's control lock.
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +30,10 @@
 
 #include <vsock_pmd.h>
 
+#include "api.h"
 #include "conn.h"
 #include "device.h"
 #include "log.h"
-#include "stats.h"
 #include "virtq_split.h"
 #include "vsock_pkt.h"
 #include "worker.h"
@@ -61,66 +60,6 @@ static struct vsock_pmd_lcore_stats lcore_base[RTE_MAX_LCORE];
 static inline uint64_t rd(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-
-/* ---- hooks from device.c ---- */
-
-void vsock_stats_dev_init(struct vsock_dev *dev)
-{
-	uint16_t q;
-
-	memset(&dev->history, 0, sizeof(dev->history));
-	for (q = 0; q < VSOCK_NR_VQ; q++)
-		dev->history.kick_fd[q] = -1;
-}
-
-/*
- * We poll, so nobody else reads the kick eventfd: its counter is the number of kicks since
- * the last read. poll() first so that the read never blocks, whatever the fd's flags.
- */
-static void drain_kicks(struct vsock_dev *dev, uint16_t q)
-{
-	struct pollfd p = { .fd = dev->history.kick_fd[q], .events = POLLIN };
-	uint64_t v;
-
-	if (p.fd < 0)
-		return;
-	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) && read(p.fd, &v, sizeof(v)) == sizeof(v))
-		dev->history.kicks[q] += v;
-}
-
-void vsock_stats_dev_ring(struct vsock_dev *dev, uint16_t q, int kickfd)
-{
-	struct vsock_dev_history *h = &dev->history;
-
-	if (h->kick_fd[q] >= 0)
-		close(h->kick_fd[q]);
-	/* Our own descriptor of the same eventfd: DPDK may close its one at any time. */
-	h->kick_fd[q] = kickfd >= 0 ? fcntl(kickfd, F_DUPFD_CLOEXEC, 0) : -1;
-}
-
-void vsock_stats_dev_detached(struct vsock_dev *dev)
-{
-	uint16_t q;
-	int e;
-
-	for (q = 0; q < VSOCK_NR_VQ; q++) {
-		struct virtq_stats *old = &dev->history.vq[q], *cur = &dev->dp.vq[q].stats;
-
-		drain_kicks(dev, q);
-		if (dev->history.kick_fd[q] >= 0)
-			close(dev->history.kick_fd[q]);
-		dev->history.kick_fd[q] = -1;
-		old->dequeued += cur->dequeued;
-		old->ungot += cur->ungot;
-		old->completed += cur->completed;
-		old->used_idx_stores += cur->used_idx_stores;
-		old->notify_yes += cur->notify_yes;
-		old->notify_no += cur->notify_no;
-		for (e = 0; e < VIRTQ_ERR_MAX; e++)
-			old->errors[e] += cur->errors[e];
-		memset(cur, 0, sizeof(*cur));
-	}
 }
 
 /* ---- reading ---- */
@@ -165,12 +104,12 @@ static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 	st->short_packets = rd(&ds->short_packets);
 	st->small_rx_buffers = rd(&ds->small_rx_buffers);
 
+	vsock_dev_kicks_drain(dev);
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
 		const struct virtq_stats *cur = &dev->dp.vq[q].stats, *old = &dev->history.vq[q];
 		struct vsock_pmd_queue_stats *qs = &st->q[q];
 		unsigned int b;
 
-		drain_kicks(dev, q);
 		qs->packets = old->completed + rd(&cur->completed);
 		qs->used_idx_flushes = old->used_idx_stores + rd(&cur->used_idx_stores);
 		qs->interrupts = rd(&ds->guest_notifications[q]);
@@ -254,7 +193,7 @@ static int dev_index(uint64_t cid)
 	return -1;
 }
 
-void vsock_stats_open(unsigned int burst)
+void vsock_api_open(unsigned int burst)
 {
 	pthread_mutex_lock(&api_lock);
 	memset(vm_base, 0, sizeof(vm_base));
@@ -267,7 +206,7 @@ void vsock_stats_open(unsigned int burst)
 	pthread_mutex_unlock(&api_lock);
 }
 
-void vsock_stats_close(void)
+void vsock_api_close(void)
 {
 	pthread_mutex_lock(&api_lock);
 	live = false;
