@@ -33,13 +33,9 @@
 #include <rte_ring.h>
 #include <rte_vhost.h>
 
-#include <vsock_pmd_native.h>
-
 #include "conn.h"
 #include "datapath.h"
 #include "device.h"
-#include "ep_native.h"
-#include "ep_ring.h"
 #include "ep_sibling.h"
 #include "ep_uds.h"
 #include "log.h"
@@ -68,6 +64,8 @@
 
 /* Each device and its mbufs live on the NUMA node of the lcore that polls it. */
 static struct vsock_dev *devs[VSOCK_PMD_MAX_VMS];
+/* Each VM's worker, by the index of its configuration (vsock_devs_place()). */
+static struct worker *homes[VSOCK_PMD_MAX_VMS];
 static struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
 /* mbufs each VM's connection table may hold: its share of its node's pool. */
 static uint32_t quotas[RTE_MAX_NUMA_NODES];
@@ -910,49 +908,38 @@ static int pools_populate(const struct vsock_pmd_conf *conf, struct worker *cons
 	return 0;
 }
 
-int vsock_devs_create(const struct vsock_pmd_conf *conf)
+int vsock_devs_place(const struct vsock_pmd_conf *conf, int *nodes)
 {
-	struct worker *home[VSOCK_PMD_MAX_VMS];
-	int nodes[VSOCK_PMD_MAX_VMS];
 	unsigned int i;
 	int rc;
 
-	if (conf->idle_us > VSOCK_PMD_IDLE_US_MAX)
-		return -EINVAL;
+	rc = devs_place(conf, homes);
+	if (rc == 0)
+		rc = pools_create(conf, homes);
+	for (i = 0; rc == 0 && i < conf->nb_vms; i++)
+		nodes[i] = (int)rte_lcore_to_socket_id(worker_lcore(homes[i]));
+	return rc;
+}
+
+int vsock_devs_create(const struct vsock_pmd_conf *conf)
+{
+	unsigned int i;
+	int rc;
+
 	detached_poll_stopping = false;
 	used_per_entry = conf->used_per_entry;
-	workers_set_wait_mode(conf->wait_mode, conf->idle_us);
-	rc = devs_place(conf, home);
-	if (rc == 0)
-		rc = pools_create(conf, home);
-	for (i = 0; rc == 0 && i < conf->nb_vms; i++)
-		nodes[i] = (int)rte_lcore_to_socket_id(worker_lcore(home[i]));
-	/* Ring endpoints before the tables: guest-to-guest routing and the native API. */
-	if (rc == 0)
-		rc = ep_sibling_setup(conf, nodes);
-	if (rc == 0)
-		rc = ep_ring_pool_init(VSOCK_NATIVE_MAX_CONNS, VSOCK_NATIVE_RING_SIZE,
-				       (int)rte_socket_id());
-	if (rc == 0)
-		rc = ep_native_init((int)rte_socket_id());
-	if (rc < 0) {
-		vsock_devs_destroy();
-		return rc;
-	}
 	for (i = 0; i < conf->nb_vms; i++) {
-		int node = (int)rte_lcore_to_socket_id(worker_lcore(home[i]));
+		int node = (int)rte_lcore_to_socket_id(worker_lcore(homes[i]));
 		struct vsock_dev *dev = rte_zmalloc_socket("vsock_dev", sizeof(*dev),
 							   RTE_CACHE_LINE_SIZE, node);
 
-		if (!dev) {
-			vsock_devs_destroy();
+		if (!dev)
 			return -ENOMEM;
-		}
 		dev->conf = conf->vms[i];
 		vm_conf_defaults(&dev->conf);
 		dp_dev_init(&dev->dp, dev->conf.cid, conf->burst);
 		dev->listen_fd = -1;
-		dev->worker = home[i];
+		dev->worker = homes[i];
 		dev->numa_node = node;
 		ep_sibling_set_waker(dev->conf.cid, worker_waker(dev->worker));
 		pthread_mutex_lock(&devs_lock);
@@ -960,13 +947,11 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 		nb_devs = i + 1;
 		pthread_mutex_unlock(&devs_lock);
 		rc = dev_open_endpoint(dev);
-		if (rc < 0) {
-			vsock_devs_destroy();
+		if (rc < 0)
 			return rc;
-		}
 	}
 	/* The payload last, then the vhost-user sockets: no frontend comes before its mbufs. */
-	rc = pools_populate(conf, home);
+	rc = pools_populate(conf, homes);
 	for (i = 0; rc == 0 && i < conf->nb_vms; i++) {
 		struct vsock_dev *dev = devs[i];
 		int node = dev->numa_node;
@@ -978,10 +963,8 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 			  dev->conf.cid, worker_lcore(dev->worker),
 			  dev->conf.pinned ? "pinned" : "balanced", node);
 	}
-	if (rc < 0) {
-		vsock_devs_destroy();
+	if (rc < 0)
 		return rc;
-	}
 	/* Every table is ready: host programs may connect before any frontend does. */
 	pthread_mutex_lock(&devs_lock);
 	detached_poll_arm();
@@ -1025,10 +1008,12 @@ void vsock_devs_destroy(void)
 	}
 	nb_devs = 0;
 	pthread_mutex_unlock(&devs_lock);
-	/* The tables released their rings; listeners' queued guests go now, then the pools. */
-	ep_native_fini();
-	ep_ring_pool_fini();
-	ep_sibling_fini();
+}
+
+void vsock_devs_pools_free(void)
+{
+	unsigned int i;
+
 	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
 		rte_mempool_free(pools[i]);
 		pools[i] = NULL;

@@ -51,11 +51,24 @@ struct vsock_dev {
 	struct vsock_dev_history history;
 };
 
-/** Register and start every VM's vhost-user socket; on failure nothing is left registered. */
+/**
+ * Place every VM on a worker lcore for the life of the process and create the payload pools,
+ * empty; @p nodes gets each VM's NUMA node (by its index in @p conf).
+ */
+int vsock_devs_place(const struct vsock_pmd_conf *conf, int *nodes);
+
+/**
+ * Create every VM's device and connection table, fill the pools, then register and start
+ * every VM's vhost-user socket. After vsock_devs_place() and the endpoints' setup (the
+ * tables route through them). On failure call vsock_devs_destroy().
+ */
 int vsock_devs_create(const struct vsock_pmd_conf *conf);
 
-/** Detach every guest and unregister (and so remove) every socket. */
+/** Detach every guest, unregister (and so remove) every socket and free every device. */
 void vsock_devs_destroy(void);
+
+/** Free the payload pools: after the endpoints' teardown, which frees the mbufs they hold. */
+void vsock_devs_pools_free(void);
 
 /**
  * The device table as the control side (stats, console) sees it: hold vsock_devs_lock()
