@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Command line and configuration checks. Everything is validated before the
- * first socket is created, so a bad configuration leaves nothing behind.
+ * The application's options, from the command line (cmdline.c) or a config file
+ * (config.c): each value's parser, the long options, and the checks across VMs.
+ * Everything is validated before the first socket is created, so a bad configuration
+ * leaves nothing behind. Nothing here reads a file: this is what the readers use.
  */
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -363,35 +364,26 @@ int app_idle_us_parse(const char *s, unsigned int *idle_us, char *err, size_t er
 	return 0;
 }
 
-enum {
-	OPT_VM = 256, OPT_CONFIG, OPT_BURST, OPT_STATS_PERIOD, OPT_USED_PUBLISH, OPT_WAIT_MODE,
-	OPT_MBUFS, OPT_IDLE_US, OPT_VERSION,
-	/* vhost-device-vsock's single-VM options: one --vm of these keys. */
-	OPT_PEER_VM_FIRST, OPT_GUEST_CID = OPT_PEER_VM_FIRST, OPT_SOCKET, OPT_UDS_PATH,
-	OPT_TX_BUFFER_SIZE, OPT_QUEUE_SIZE, OPT_GROUPS, OPT_FORWARD_CID, OPT_FORWARD_LISTEN,
-	OPT_PEER_VM_LAST = OPT_FORWARD_LISTEN,
-};
-
-static const struct option long_opts[] = {
-	{ "vm", required_argument, NULL, OPT_VM },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "burst", required_argument, NULL, OPT_BURST },
-	{ "mbufs", required_argument, NULL, OPT_MBUFS },
+const struct option app_long_opts[] = {
+	{ "vm", required_argument, NULL, APP_OPT_VM },
+	{ "config", required_argument, NULL, APP_OPT_CONFIG },
+	{ "burst", required_argument, NULL, APP_OPT_BURST },
+	{ "mbufs", required_argument, NULL, APP_OPT_MBUFS },
 	{ "interactive", no_argument, NULL, 'i' },
-	{ "stats-period", required_argument, NULL, OPT_STATS_PERIOD },
-	{ "used-publish", required_argument, NULL, OPT_USED_PUBLISH },
-	{ "wait-mode", required_argument, NULL, OPT_WAIT_MODE },
-	{ "idle-us", required_argument, NULL, OPT_IDLE_US },
-	{ "guest-cid", required_argument, NULL, OPT_GUEST_CID },
-	{ "socket", required_argument, NULL, OPT_SOCKET },
-	{ "uds-path", required_argument, NULL, OPT_UDS_PATH },
-	{ "tx-buffer-size", required_argument, NULL, OPT_TX_BUFFER_SIZE },
-	{ "queue-size", required_argument, NULL, OPT_QUEUE_SIZE },
-	{ "groups", required_argument, NULL, OPT_GROUPS },
-	{ "forward-cid", required_argument, NULL, OPT_FORWARD_CID },
-	{ "forward-listen", required_argument, NULL, OPT_FORWARD_LISTEN },
+	{ "stats-period", required_argument, NULL, APP_OPT_STATS_PERIOD },
+	{ "used-publish", required_argument, NULL, APP_OPT_USED_PUBLISH },
+	{ "wait-mode", required_argument, NULL, APP_OPT_WAIT_MODE },
+	{ "idle-us", required_argument, NULL, APP_OPT_IDLE_US },
+	{ "guest-cid", required_argument, NULL, APP_OPT_GUEST_CID },
+	{ "socket", required_argument, NULL, APP_OPT_SOCKET },
+	{ "uds-path", required_argument, NULL, APP_OPT_UDS_PATH },
+	{ "tx-buffer-size", required_argument, NULL, APP_OPT_TX_BUFFER_SIZE },
+	{ "queue-size", required_argument, NULL, APP_OPT_QUEUE_SIZE },
+	{ "groups", required_argument, NULL, APP_OPT_GROUPS },
+	{ "forward-cid", required_argument, NULL, APP_OPT_FORWARD_CID },
+	{ "forward-listen", required_argument, NULL, APP_OPT_FORWARD_LISTEN },
 	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "version", no_argument, NULL, APP_OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -399,15 +391,15 @@ static const struct option long_opts[] = {
 static int single_vm_set(int opt, const char *val, struct app_opts *opts, char *err,
 			 size_t err_len)
 {
-	const char *name = long_opts[0].name;
+	const char *name = app_long_opts[0].name;
 	size_t used = strlen(opts->single_vm);
 	const struct option *o;
 
-	for (o = long_opts; o->name; o++) {
+	for (o = app_long_opts; o->name; o++) {
 		if (o->val == opt)
 			name = o->name;
 	}
-	if (opt == OPT_FORWARD_CID || opt == OPT_FORWARD_LISTEN)
+	if (opt == APP_OPT_FORWARD_CID || opt == APP_OPT_FORWARD_LISTEN)
 		return fail(err, err_len, "--%s (vhost-device-vsock's AF_VSOCK forwarding "
 			    "backend) is not supported: use --uds-path and have host programs "
 			    "use its hybrid Unix sockets, or bridge them with socat "
@@ -420,28 +412,24 @@ static int single_vm_set(int opt, const char *val, struct app_opts *opts, char *
 	return 0;
 }
 
-/* Apply one option that takes a value, from the command line or a config file. */
-static int apply_value(int opt, const char *val, struct app_opts *opts, char *err,
-		       size_t err_len)
+int app_opt_apply(int opt, const char *val, struct app_opts *opts, char *err, size_t err_len)
 {
-	if (opt >= OPT_PEER_VM_FIRST && opt <= OPT_PEER_VM_LAST)
+	if (opt >= APP_OPT_PEER_VM_FIRST && opt <= APP_OPT_PEER_VM_LAST)
 		return single_vm_set(opt, val, opts, err, err_len);
 	switch (opt) {
-	case OPT_VM:
+	case APP_OPT_VM:
 		return app_vm_add(val, opts, err, err_len);
-	case OPT_CONFIG:
-		return app_config_load(val, opts, err, err_len);
-	case OPT_BURST:
+	case APP_OPT_BURST:
 		return app_burst_parse(val, &opts->pmd.burst, err, err_len);
-	case OPT_MBUFS:
+	case APP_OPT_MBUFS:
 		return app_mbufs_parse(val, &opts->pmd.mbufs_per_vm, err, err_len);
-	case OPT_STATS_PERIOD:
+	case APP_OPT_STATS_PERIOD:
 		return app_stats_period_parse(val, &opts->stats_period, err, err_len);
-	case OPT_USED_PUBLISH:
+	case APP_OPT_USED_PUBLISH:
 		return app_used_publish_parse(val, &opts->pmd.used_per_entry, err, err_len);
-	case OPT_WAIT_MODE:
+	case APP_OPT_WAIT_MODE:
 		return app_wait_mode_parse(val, &opts->pmd.wait_mode, err, err_len);
-	case OPT_IDLE_US:
+	case APP_OPT_IDLE_US:
 		return app_idle_us_parse(val, &opts->pmd.idle_us, err, err_len);
 	default:
 		return fail(err, err_len, "option %d takes no value", opt);
@@ -453,13 +441,13 @@ int app_opt_set(const char *name, const char *val, struct app_opts *opts, char *
 {
 	const struct option *o;
 
-	for (o = long_opts; o->name; o++) {
+	for (o = app_long_opts; o->name; o++) {
 		if (strcmp(o->name, name) != 0)
 			continue;
 		/* A file names what to serve; how to run the console stays on the command line. */
-		if (o->has_arg != required_argument || o->val == OPT_CONFIG)
+		if (o->has_arg != required_argument || o->val == APP_OPT_CONFIG)
 			return fail(err, err_len, "'%s' cannot be used in a config file", name);
-		return apply_value(o->val, val, opts, err, err_len);
+		return app_opt_apply(o->val, val, opts, err, err_len);
 	}
 	return fail(err, err_len, "unknown key '%s' (expected vm, burst, mbufs, stats-period, "
 		    "used-publish, wait-mode, idle-us)", name);
@@ -469,50 +457,11 @@ bool app_opt_known(const char *name)
 {
 	const struct option *o;
 
-	for (o = long_opts; o->name; o++) {
+	for (o = app_long_opts; o->name; o++) {
 		if (strcmp(o->name, name) == 0)
 			return true;
 	}
 	return false;
-}
-
-int app_args_parse(int argc, char **argv, struct app_opts *opts, char *err, size_t err_len)
-{
-	int opt;
-
-	/* 0 makes glibc reinitialise getopt: the EAL or an earlier call used it. */
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:hi", long_opts, NULL)) != -1) {
-		switch (opt) {
-		case 'i':
-			opts->interactive = true;
-			break;
-		case 'h':
-			opts->help = true;
-			break;
-		case OPT_VERSION:
-			opts->version = true;
-			break;
-		case ':':
-			return fail(err, err_len, "option '%s' needs a value", argv[optind - 1]);
-		case '?':
-			return fail(err, err_len, "unknown option '%s'", argv[optind - 1]);
-		default:
-			if (apply_value(opt, optarg, opts, err, err_len) < 0)
-				return -1;
-			break;
-		}
-	}
-	if (optind < argc)
-		return fail(err, err_len, "unexpected argument '%s'", argv[optind]);
-	if (opts->single_vm[0] != '\0') {
-		opts->single_vm[strlen(opts->single_vm) - 1] = '\0';
-		if (app_vm_add(opts->single_vm, opts, err, err_len) < 0)
-			return -1;
-		opts->peer_keys = true;
-	}
-	return 0;
 }
 
 static bool cid_reserved(uint64_t cid)

@@ -2,6 +2,7 @@
 #ifndef APP_ARGS_H
 #define APP_ARGS_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -31,8 +32,29 @@ struct app_opts {
 
 void app_opts_init(struct app_opts *opts);
 
+/** getopt_long() values of the long options that have no short form (app_long_opts). */
+enum app_opt {
+	APP_OPT_VM = 256, APP_OPT_CONFIG, APP_OPT_BURST, APP_OPT_STATS_PERIOD,
+	APP_OPT_USED_PUBLISH, APP_OPT_WAIT_MODE, APP_OPT_MBUFS, APP_OPT_IDLE_US, APP_OPT_VERSION,
+	/* vhost-device-vsock's single-VM options: one --vm of these keys. */
+	APP_OPT_PEER_VM_FIRST, APP_OPT_GUEST_CID = APP_OPT_PEER_VM_FIRST, APP_OPT_SOCKET,
+	APP_OPT_UDS_PATH, APP_OPT_TX_BUFFER_SIZE, APP_OPT_QUEUE_SIZE, APP_OPT_GROUPS,
+	APP_OPT_FORWARD_CID, APP_OPT_FORWARD_LISTEN,
+	APP_OPT_PEER_VM_LAST = APP_OPT_FORWARD_LISTEN,
+};
+
+
+/** The long options, for getopt_long() (cmdline.c) and config files; a zeroed entry ends it. */
+extern const struct option app_long_opts[];
+
 /**
- * Parse the application arguments (argv[0] is the program name). Options:
+ * Apply long option @p opt with value @p val, from the command line or a config file;
+ * --config is the readers' (cmdline.c, config.c), not an option to apply.
+ */
+int app_opt_apply(int opt, const char *val, struct app_opts *opts, char *err, size_t err_len);
+
+/**
+ * Parse the application arguments (argv[0] is the program name; cmdline.c). Options:
  * --vm cid=N,socket=PATH,uds=PATH (repeatable), --config FILE, --burst N, --mbufs N,
  * -i/--interactive,
  * --stats-period S, --used-publish batch|per-entry, --wait-mode poll|notify|adaptive,

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,18 +33,12 @@
 #include <rte_ring.h>
 #include <rte_vhost.h>
 
-#include <vsock_pmd_native.h>
-
 #include "conn.h"
 #include "datapath.h"
 #include "device.h"
-#include "ep_native.h"
-#include "ep_ring.h"
-#include "ep_route.h"
 #include "ep_sibling.h"
 #include "ep_uds.h"
 #include "log.h"
-#include "stats.h"
 #include "vhost_user_msg.h"
 #include "virtq.h"
 #include "worker.h"
@@ -64,14 +59,13 @@
  */
 #define ATTACH_RESERVE (1u << 20)
 
-/* Longest a busy device goes without asking the kernel which host sockets are ready. */
-#define HOST_EPOLL_BUSY_US 20
-
 /* How often the control side serves the host sockets of devices no worker polls. */
 #define DETACHED_POLL_US (20 * 1000)
 
 /* Each device and its mbufs live on the NUMA node of the lcore that polls it. */
 static struct vsock_dev *devs[VSOCK_PMD_MAX_VMS];
+/* Each VM's worker, by the index of its configuration (vsock_devs_place()). */
+static struct worker *homes[VSOCK_PMD_MAX_VMS];
 static struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
 /* mbufs each VM's connection table may hold: its share of its node's pool. */
 static uint32_t quotas[RTE_MAX_NUMA_NODES];
@@ -87,7 +81,7 @@ static bool detached_poll_stopping;
  * Every frontend connection maps to its VM here, from new_connection to
  * destroy_connection. Several may exist at once for one VM (DPDK accepts a
  * reconnecting QEMU before it notices the old connection closed), but only
- * the one in dev->vid drives the rings.
+ * the one in dev->dp.vid drives the rings.
  */
 #define VSOCK_MAX_VIDS 1024	/* librte_vhost's MAX_VHOST_DEVICE */
 static struct vsock_dev *vid_devs[VSOCK_MAX_VIDS];
@@ -102,7 +96,7 @@ static struct vsock_dev *running_dev_by_vid(int vid)
 {
 	struct vsock_dev *dev = dev_by_vid(vid);
 
-	return dev && dev->running && dev->vid == vid ? dev : NULL;
+	return dev && dev->running && dev->dp.vid == vid ? dev : NULL;
 }
 
 static struct vsock_dev *dev_by_path(const char *path)
@@ -158,9 +152,9 @@ static void detached_poll(void *arg __rte_unused)
 	for (i = 0; i < nb_devs; i++) {
 		struct vsock_dev *dev = devs[i];
 
-		if (!dev->conns || !dev_off_worker(dev))
+		if (!dev->dp.conns || !dev_off_worker(dev))
 			continue;
-		conn_poll_host(dev->conns, rte_get_tsc_cycles(), HOST_POLL_BUDGET);
+		conn_poll_host(dev->dp.conns, rte_get_tsc_cycles(), HOST_POLL_BUDGET);
 		again = true;
 	}
 	if (again)
@@ -199,9 +193,57 @@ static enum rte_vhost_msg_result answer_get_config(struct vsock_dev *dev,
 /* Our own descriptor of a ring's kick eventfd (DPDK may close its one at any time), or -1. */
 static void dev_kick_fd_set(struct vsock_dev *dev, uint16_t q, int kickfd)
 {
-	if (dev->kick_fd[q] >= 0)
-		close(dev->kick_fd[q]);
-	dev->kick_fd[q] = kickfd >= 0 ? fcntl(kickfd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (dev->dp.kick_fd[q] >= 0)
+		close(dev->dp.kick_fd[q]);
+	dev->dp.kick_fd[q] = kickfd >= 0 ? fcntl(kickfd, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
+/*
+ * Poll mode: nobody else reads the kick eventfds, so their counters are the kicks since the
+ * last read. poll() first so that the read never blocks, whatever the fd's flags. In notify
+ * and adaptive modes the worker sleeping on them is their only reader, and counts them.
+ */
+void vsock_dev_kicks_drain(struct vsock_dev *dev)
+{
+	uint16_t q;
+
+	if (workers_may_sleep())
+		return;
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		struct pollfd p = { .fd = dev->dp.kick_fd[q], .events = POLLIN };
+		uint64_t v;
+
+		if (p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN) &&
+		    read(p.fd, &v, sizeof(v)) == sizeof(v))
+			dev->history.kicks[q] += v;
+	}
+}
+
+/*
+ * No worker polls @p dev any more (or its rings are about to be set up again): fold the ring
+ * counters into the device's history, which virtq_init() would zero, count the kicks and
+ * close the kick eventfds. Harmless when repeated.
+ */
+static void dev_rings_detached(struct vsock_dev *dev)
+{
+	uint16_t q;
+	int e;
+
+	vsock_dev_kicks_drain(dev);
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		struct virtq_stats *old = &dev->history.vq[q], *cur = &dev->dp.vq[q].stats;
+
+		dev_kick_fd_set(dev, q, -1);
+		old->dequeued += cur->dequeued;
+		old->ungot += cur->ungot;
+		old->completed += cur->completed;
+		old->used_idx_stores += cur->used_idx_stores;
+		old->notify_yes += cur->notify_yes;
+		old->notify_no += cur->notify_no;
+		for (e = 0; e < VIRTQ_ERR_MAX; e++)
+			old->errors[e] += cur->errors[e];
+		memset(cur, 0, sizeof(*cur));
+	}
 }
 
 /* Whether [p, p + len) lies inside one region of the device's memory, as we map it. */
@@ -248,12 +290,12 @@ static bool ring_in_memory(const struct vsock_dev *dev, const struct rte_vhost_v
 static int dev_load_rings(struct vsock_dev *dev, bool resume)
 {
 	struct guest_mem_region regions[GUEST_MEM_MAX_REGIONS];
-	int vid = dev->vid;
+	int vid = dev->dp.vid;
 	uint32_t i;
 	uint16_t q;
 
 	/* virtq_split_init() zeroes the ring counters: keep what they counted so far. */
-	vsock_stats_dev_detached(dev);
+	dev_rings_detached(dev);
 	free(dev->mem);
 	dev->mem = NULL;
 	if (rte_vhost_get_mem_table(vid, &dev->mem) < 0 ||
@@ -276,7 +318,7 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 		return -EINVAL;
 	}
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
-		struct virtq *vq = &dev->vq[q];
+		struct virtq *vq = &dev->dp.vq[q];
 		struct rte_vhost_vring vring;
 		uint16_t last_avail, last_used;
 
@@ -311,19 +353,14 @@ static int dev_load_rings(struct vsock_dev *dev, bool resume)
 		}
 		vq_set_per_entry_publish(vq, used_per_entry);
 		/*
-		 * Reading a kick eventfd consumes the kicks in it. A worker that sleeps on it
-		 * must be its only reader, so the statistics then count what the worker drains.
+		 * Reading a kick eventfd consumes the kicks in it: one reader, the worker when it
+		 * sleeps on it, else the statistics (vsock_dev_kicks_drain()).
 		 */
-		if (workers_may_sleep()) {
-			vsock_stats_dev_ring(dev, q, -1);
-			dev_kick_fd_set(dev, q, vring.kickfd);
-		} else {
-			vsock_stats_dev_ring(dev, q, vring.kickfd);
-		}
+		dev_kick_fd_set(dev, q, vring.kickfd);
 		/* Polling: the guest need not kick us (notify mode asks only while idle). */
 		vq_disable_guest_kicks(vq);
-		dev->notify_pending[q] = false;
-		dev->broken_reported[q] = false;
+		dev->dp.notify_pending[q] = false;
+		dev->dp.broken_reported[q] = false;
 	}
 	return 0;
 }
@@ -361,10 +398,10 @@ static enum rte_vhost_msg_result pre_msg_handle(int vid, void *raw)
 		 * its kick eventfd, while handling these: take a running device off its worker
 		 * first, and load its rings again in post_msg_handle.
 		 */
-		if (!dev->running || dev->vid != vid)
+		if (!dev->running || dev->dp.vid != vid)
 			break;
 		if (!dev->remapping) {
-			worker_detach(dev->worker, dev);
+			worker_detach(dev->worker, &dev->dp);
 			dev->remapping = true;
 			detached_poll_arm();
 		}
@@ -391,11 +428,11 @@ static enum rte_vhost_msg_result post_msg_handle(int vid, void *raw)
 	 * Any message may complete what a change left half done (SET_MEM_TABLE before the
 	 * SET_VRING_ADDR that moves the rings into the new memory): try again after each.
 	 */
-	if (dev && dev->remapping && dev->running && dev->vid == vid) {
+	if (dev && dev->remapping && dev->running && dev->dp.vid == vid) {
 		if (dev_load_rings(dev, true) == 0) {
 			dev->remapping = false;
 			memset(dev->rebase, 0, sizeof(dev->rebase));
-			worker_attach(dev->worker, dev);
+			worker_attach(dev->worker, &dev->dp);
 			VSOCK_LOG(INFO, "VM cid %" PRIu64 ": rings loaded again after request %u",
 				  dev->conf.cid, msg->request);
 		} else {
@@ -472,10 +509,10 @@ static int new_device(int vid)
 	if (dev->running) {
 		/* One frontend drives a device; a second one would share its rings. */
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vid %d already drives it, vid %d refused",
-			  dev->conf.cid, dev->vid, vid);
+			  dev->conf.cid, dev->dp.vid, vid);
 		goto out;
 	}
-	dev->vid = vid;
+	dev->dp.vid = vid;
 	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0)
 		goto out;
 	if (rte_vhost_get_vring_num(vid) < VSOCK_NR_VQ) {
@@ -485,10 +522,10 @@ static int new_device(int vid)
 	}
 	if (dev_load_rings(dev, false) < 0)
 		goto out;
-	conn_table_set_seqpacket(dev->conns,
+	conn_table_set_seqpacket(dev->dp.conns,
 				 dev->features & (1ULL << VIRTIO_VSOCK_F_SEQPACKET));
-	conn_table_set_guest(dev->conns, true);
-	worker_attach(dev->worker, dev);
+	conn_table_set_guest(dev->dp.conns, true);
+	worker_attach(dev->worker, &dev->dp);
 	dev->running = true;
 	ep_sibling_set_running(dev->conf.cid, true);
 	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": running on lcore %u (features 0x%" PRIx64 ")",
@@ -509,28 +546,27 @@ static void destroy_device(int vid)
 	if (!dev)
 		goto out;
 	if (!dev->remapping)
-		worker_detach(dev->worker, dev);
-	vsock_stats_dev_detached(dev);
+		worker_detach(dev->worker, &dev->dp);
+	dev_rings_detached(dev);
 	dev->running = false;
 	/* No new guest-to-guest connection is routed here; the table reset ends the others. */
 	ep_sibling_set_running(dev->conf.cid, false);
 	dev->remapping = false;
 	memset(dev->rebase, 0, sizeof(dev->rebase));
-	dev->vid = -1;
+	dev->dp.vid = -1;
 	/*
 	 * DPDK answers GET_VRING_BASE with these: the frontend resumes from them. The
 	 * worker left nothing in the shadow rings, so last_used_idx is what the guest saw.
 	 */
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
-		rte_vhost_set_vring_base(vid, q, dev->vq[q].last_avail_idx,
-					 dev->vq[q].last_used_idx);
-		dev_kick_fd_set(dev, q, -1);
+		rte_vhost_set_vring_base(vid, q, dev->dp.vq[q].last_avail_idx,
+					 dev->dp.vq[q].last_used_idx);
 	}
 	free(dev->mem);
 	dev->mem = NULL;
 	/* The guest is gone or rebooting: its connections end, host sockets see EOF. */
-	conn_table_reset(dev->conns);
-	conn_table_set_guest(dev->conns, false);
+	conn_table_reset(dev->dp.conns);
+	conn_table_set_guest(dev->dp.conns, false);
 	detached_poll_arm();
 	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": stopped", dev->conf.cid);
 out:
@@ -632,7 +668,7 @@ static int dev_register(struct vsock_dev *dev)
 }
 
 /* The hybrid vsock listener and the connection table outlive frontend connections. */
-static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
+static int dev_open_endpoint(struct vsock_dev *dev)
 {
 	struct conn_table_conf cc;
 	mode_t old_umask = sock_perm_begin(dev);
@@ -664,26 +700,20 @@ static int dev_open_endpoint(struct vsock_dev *dev, unsigned int burst)
 	cc.max_conns = dev->conf.max_conns;
 	cc.line_timeout_ms = dev->conf.line_timeout_ms;
 	cc.connect_timeout_ms = dev->conf.connect_timeout_ms;
-	dev->conns = conn_table_create(&cc);
-	if (!dev->conns) {
+	dev->dp.conns = conn_table_create(&cc);
+	if (!dev->dp.conns) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create its connection table: %s",
 			  dev->conf.cid, rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
-	dev->burst = burst;
-	dev->host_epoll_interval = rte_get_tsc_hz() / 1000000 * HOST_EPOLL_BUSY_US;
 	return 0;
 }
 
 static void dev_close_endpoint(struct vsock_dev *dev)
 {
-	uint16_t q;
-
-	vsock_stats_dev_detached(dev);
-	for (q = 0; q < VSOCK_NR_VQ; q++)
-		dev_kick_fd_set(dev, q, -1);
-	conn_table_destroy(dev->conns);
-	dev->conns = NULL;
+	dev_rings_detached(dev);
+	conn_table_destroy(dev->dp.conns);
+	dev->dp.conns = NULL;
 	if (dev->listen_fd >= 0) {
 		close(dev->listen_fd);
 		unlink(dev->conf.uds_path);
@@ -879,66 +909,50 @@ static int pools_populate(const struct vsock_pmd_conf *conf, struct worker *cons
 	return 0;
 }
 
-int vsock_devs_create(const struct vsock_pmd_conf *conf)
+int vsock_devs_place(const struct vsock_pmd_conf *conf, int *nodes)
 {
-	struct worker *home[VSOCK_PMD_MAX_VMS];
-	int nodes[VSOCK_PMD_MAX_VMS];
 	unsigned int i;
 	int rc;
 
-	if (conf->idle_us > VSOCK_PMD_IDLE_US_MAX)
-		return -EINVAL;
+	rc = devs_place(conf, homes);
+	if (rc == 0)
+		rc = pools_create(conf, homes);
+	for (i = 0; rc == 0 && i < conf->nb_vms; i++)
+		nodes[i] = (int)rte_lcore_to_socket_id(worker_lcore(homes[i]));
+	return rc;
+}
+
+int vsock_devs_create(const struct vsock_pmd_conf *conf)
+{
+	unsigned int i;
+	int rc;
+
 	detached_poll_stopping = false;
 	used_per_entry = conf->used_per_entry;
-	workers_set_wait_mode(conf->wait_mode, conf->idle_us);
-	rc = devs_place(conf, home);
-	if (rc == 0)
-		rc = pools_create(conf, home);
-	for (i = 0; rc == 0 && i < conf->nb_vms; i++)
-		nodes[i] = (int)rte_lcore_to_socket_id(worker_lcore(home[i]));
-	/* Ring endpoints before the tables: guest-to-guest routing and the native API. */
-	if (rc == 0)
-		rc = ep_sibling_setup(conf, nodes);
-	if (rc == 0)
-		rc = ep_ring_pool_init(VSOCK_NATIVE_MAX_CONNS, VSOCK_NATIVE_RING_SIZE,
-				       (int)rte_socket_id());
-	if (rc == 0)
-		rc = ep_native_init((int)rte_socket_id());
-	if (rc < 0) {
-		vsock_devs_destroy();
-		return rc;
-	}
 	for (i = 0; i < conf->nb_vms; i++) {
-		int node = (int)rte_lcore_to_socket_id(worker_lcore(home[i]));
+		int node = (int)rte_lcore_to_socket_id(worker_lcore(homes[i]));
 		struct vsock_dev *dev = rte_zmalloc_socket("vsock_dev", sizeof(*dev),
 							   RTE_CACHE_LINE_SIZE, node);
 
-		if (!dev) {
-			vsock_devs_destroy();
+		if (!dev)
 			return -ENOMEM;
-		}
 		dev->conf = conf->vms[i];
 		vm_conf_defaults(&dev->conf);
-		dev->vid = -1;
+		dp_dev_init(&dev->dp, dev->conf.cid, conf->burst);
 		dev->listen_fd = -1;
-		dev->kick_fd[VSOCK_VQ_RX] = -1;
-		dev->kick_fd[VSOCK_VQ_TX] = -1;
-		dev->worker = home[i];
+		dev->worker = homes[i];
 		dev->numa_node = node;
 		ep_sibling_set_waker(dev->conf.cid, worker_waker(dev->worker));
-		vsock_stats_dev_init(dev);
 		pthread_mutex_lock(&devs_lock);
 		devs[i] = dev;
 		nb_devs = i + 1;
 		pthread_mutex_unlock(&devs_lock);
-		rc = dev_open_endpoint(dev, conf->burst);
-		if (rc < 0) {
-			vsock_devs_destroy();
+		rc = dev_open_endpoint(dev);
+		if (rc < 0)
 			return rc;
-		}
 	}
 	/* The payload last, then the vhost-user sockets: no frontend comes before its mbufs. */
-	rc = pools_populate(conf, home);
+	rc = pools_populate(conf, homes);
 	for (i = 0; rc == 0 && i < conf->nb_vms; i++) {
 		struct vsock_dev *dev = devs[i];
 		int node = dev->numa_node;
@@ -950,10 +964,8 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 			  dev->conf.cid, worker_lcore(dev->worker),
 			  dev->conf.pinned ? "pinned" : "balanced", node);
 	}
-	if (rc < 0) {
-		vsock_devs_destroy();
+	if (rc < 0)
 		return rc;
-	}
 	/* Every table is ready: host programs may connect before any frontend does. */
 	pthread_mutex_lock(&devs_lock);
 	detached_poll_arm();
@@ -997,10 +1009,12 @@ void vsock_devs_destroy(void)
 	}
 	nb_devs = 0;
 	pthread_mutex_unlock(&devs_lock);
-	/* The tables released their rings; listeners' queued guests go now, then the pools. */
-	ep_native_fini();
-	ep_ring_pool_fini();
-	ep_sibling_fini();
+}
+
+void vsock_devs_pools_free(void)
+{
+	unsigned int i;
+
 	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
 		rte_mempool_free(pools[i]);
 		pools[i] = NULL;

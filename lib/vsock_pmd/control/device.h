@@ -7,63 +7,35 @@
 
 #include <vsock_pmd.h>
 
+#include "datapath.h"
 #include "guest_mem.h"
 #include "virtq_common.h"
 
-struct conn_table;
 struct rte_mempool;
 struct rte_vhost_memory;
 struct worker;
 
-/* virtio-vsock queue indices as QEMU hands them to a vhost-user backend. */
-#define VSOCK_VQ_RX 0	/* host -> guest */
-#define VSOCK_VQ_TX 1	/* guest -> host */
-#define VSOCK_NR_VQ 2
-
-/** Counters of one device, written by its worker lcore only. */
-struct vsock_dev_stats {
-	uint64_t guest_notifications[VSOCK_NR_VQ];	/* interrupts sent to the guest */
-	uint64_t bursts[VSOCK_NR_VQ];	/* bursts that moved at least one packet */
-	uint64_t short_packets;		/* tx chains shorter than a vsock header */
-	uint64_t small_rx_buffers;	/* rx buffers too small for a header, returned empty */
-	uint64_t tx_backpressure;	/* bursts cut short: the connections could not take more */
-	uint64_t rx_ring_full;		/* rounds with data owed and no guest rx buffer */
-	/* Bursts by packets moved, while vsock_dev.record_bursts is on. */
-	uint64_t burst_hist[VSOCK_NR_VQ][VSOCK_PMD_BURST_MAX + 1];
-};
-
-/** What the control side keeps for a device across frontends (stats.c, under the device lock). */
+/** What the control side keeps for a device across frontends, under the device lock. */
 struct vsock_dev_history {
 	struct virtq_stats vq[VSOCK_NR_VQ];	/* ring counters of earlier attachments */
-	uint64_t kicks[VSOCK_NR_VQ];		/* guest kicks drained from kick_fd */
-	int kick_fd[VSOCK_NR_VQ];		/* our dup of each ring's kick eventfd, or -1 */
+	/*
+	 * Poll mode: guest kicks the control side drained from dp.kick_fd (in notify and
+	 * adaptive modes the worker drains them, into dp.stats.kicks).
+	 */
+	uint64_t kicks[VSOCK_NR_VQ];
 };
 
 /** One VM's vhost-user device: its configuration and its current frontend connection. */
 struct vsock_dev {
-	/* Datapath state: the worker's while the device is attached to it. */
-	struct virtq vq[VSOCK_NR_VQ];
-	struct conn_table *conns;
-	/* Set by the control side at any time: the worker reads them with relaxed loads. */
-	unsigned int burst;
-	bool record_bursts;
-	bool notify_pending[VSOCK_NR_VQ];
-	bool broken_reported[VSOCK_NR_VQ];
-	bool rings_busy;		/* the last poll did some work */
-	bool rx_filled_all;		/* the last rx burst filled every chain it asked for */
-	uint64_t host_epoll_tsc;	/* last socket readiness check */
-	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */
-	/* --wait-mode notify/adaptive: our dup of each ring's kick eventfd (the worker sleeps on it). */
-	int kick_fd[VSOCK_NR_VQ];
-	struct vsock_dev_stats stats;
+	/* What the poll works on, and who writes it when: struct dp_dev (datapath.h). */
+	struct dp_dev dp;
 
 	struct vsock_pmd_vm_conf conf;
 	bool registered;	/* rte_vhost_driver_register() succeeded */
 	int listen_fd;		/* hybrid vsock listener on conf.uds_path, -1 if none */
 	struct guest_mem gmem;
 
-	/* Control state, under the device table lock. */
-	int vid;		/* -1 while no frontend is connected */
+	/* Control state, under the device table lock (the frontend's vid is dp.vid). */
 	bool running;		/* between new_device and destroy_device */
 	/*
 	 * The frontend is changing the memory table or a ring of the running device: the
@@ -79,11 +51,24 @@ struct vsock_dev {
 	struct vsock_dev_history history;
 };
 
-/** Register and start every VM's vhost-user socket; on failure nothing is left registered. */
+/**
+ * Place every VM on a worker lcore for the life of the process and create the payload pools,
+ * empty; @p nodes gets each VM's NUMA node (by its index in @p conf).
+ */
+int vsock_devs_place(const struct vsock_pmd_conf *conf, int *nodes);
+
+/**
+ * Create every VM's device and connection table, fill the pools, then register and start
+ * every VM's vhost-user socket. After vsock_devs_place() and the endpoints' setup (the
+ * tables route through them). On failure call vsock_devs_destroy().
+ */
 int vsock_devs_create(const struct vsock_pmd_conf *conf);
 
-/** Detach every guest and unregister (and so remove) every socket. */
+/** Detach every guest, unregister (and so remove) every socket and free every device. */
 void vsock_devs_destroy(void);
+
+/** Free the payload pools: after the endpoints' teardown, which frees the mbufs they hold. */
+void vsock_devs_pools_free(void);
 
 /**
  * The device table as the control side (stats, console) sees it: hold vsock_devs_lock()
@@ -93,6 +78,12 @@ void vsock_devs_lock(void);
 void vsock_devs_unlock(void);
 unsigned int vsock_devs_count(void);
 struct vsock_dev *vsock_dev_at(unsigned int i);
+
+/**
+ * Poll mode: count the guest kicks waiting in @p dev's kick eventfds into its history (in
+ * notify and adaptive modes the worker counts them). Device lock held.
+ */
+void vsock_dev_kicks_drain(struct vsock_dev *dev);
 
 /** Payload mbufs of every pool, and how many are out of the pools (caches count as free). */
 void vsock_devs_mbufs(uint64_t *total, uint64_t *in_use);

@@ -23,7 +23,7 @@
 
 #include <vsock_pmd.h>
 
-#include "stats.h"
+#include "api.h"
 
 /* Connections per /vsock/conns reply: ~330 bytes of JSON each, in a 16 KiB reply. */
 #define TEL_CONNS_PAGE 32

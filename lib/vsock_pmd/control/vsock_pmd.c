@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Start and stop the accelerator: workers first up, last down. */
+/*
+ * Start and stop the accelerator, the composition root: workers first up, last down; the
+ * devices placed on them; the endpoints every connection table routes through; then the
+ * devices and their sockets.
+ */
 #include <errno.h>
 
 #include <rte_lcore.h>
 
 #include <vsock_pmd.h>
+#include <vsock_pmd_native.h>
 
+#include "api.h"
 #include "device.h"
+#include "ep_native.h"
+#include "ep_ring.h"
+#include "ep_sibling.h"
 #include "native_proc.h"
-#include "stats.h"
 #include "worker.h"
 
 static bool started;
@@ -32,8 +40,41 @@ static bool vm_limits_valid(const struct vsock_pmd_vm_conf *vm)
 	       vm->connect_timeout_ms <= VSOCK_PMD_TIMEOUT_MS_MAX;
 }
 
+/*
+ * The ring endpoints, before the connection tables: guest-to-guest routing (its rings on
+ * each VM's node) and the native API (on the main lcore's).
+ */
+static int endpoints_open(const struct vsock_pmd_conf *conf, const int *nodes)
+{
+	int rc = ep_sibling_setup(conf, nodes);
+
+	if (rc == 0)
+		rc = ep_ring_pool_init(VSOCK_NATIVE_MAX_CONNS, VSOCK_NATIVE_RING_SIZE,
+				       (int)rte_socket_id());
+	if (rc == 0)
+		rc = ep_native_init((int)rte_socket_id());
+	return rc;
+}
+
+/* Once the tables released their rings: listeners' queued guests go, then the routes. */
+static void endpoints_close(void)
+{
+	ep_native_fini();
+	ep_ring_pool_fini();
+	ep_sibling_fini();
+}
+
+/* Everything vsock_devs_place() and after made, in reverse; harmless for what was not. */
+static void devs_teardown(void)
+{
+	vsock_devs_destroy();
+	endpoints_close();
+	vsock_devs_pools_free();
+}
+
 int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 {
+	int nodes[VSOCK_PMD_MAX_VMS];
 	unsigned int i;
 	int rc;
 
@@ -41,7 +82,8 @@ int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 		return -EALREADY;
 	if (conf->nb_vms == 0 || conf->nb_vms > VSOCK_PMD_MAX_VMS ||
 	    conf->burst < 1 || conf->burst > VSOCK_PMD_BURST_MAX ||
-	    conf->mbufs_per_vm < VSOCK_PMD_MBUFS_MIN || conf->mbufs_per_vm > VSOCK_PMD_MBUFS_MAX)
+	    conf->mbufs_per_vm < VSOCK_PMD_MBUFS_MIN || conf->mbufs_per_vm > VSOCK_PMD_MBUFS_MAX ||
+	    conf->idle_us > VSOCK_PMD_IDLE_US_MAX)
 		return -EINVAL;
 	for (i = 0; i < conf->nb_vms; i++) {
 		if (!vm_limits_valid(&conf->vms[i]))
@@ -56,14 +98,21 @@ int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 		return rc;
 	/* Secondaries may attach as soon as the devices open the API: be ready for them. */
 	rc = native_proc_start();
+	/* Before any waker is handed out (worker_waker()): the tables keep theirs. */
+	workers_set_wait_mode(conf->wait_mode, conf->idle_us);
+	if (rc == 0)
+		rc = vsock_devs_place(conf, nodes);
+	if (rc == 0)
+		rc = endpoints_open(conf, nodes);
 	if (rc == 0)
 		rc = vsock_devs_create(conf);
 	if (rc < 0) {
+		devs_teardown();
 		native_proc_stop();
 		workers_stop();
 		return rc;
 	}
-	vsock_stats_open(conf->burst);
+	vsock_api_open(conf->burst);
 	vsock_telemetry_register();
 	started = true;
 	return 0;
@@ -74,10 +123,10 @@ void vsock_pmd_stop(void)
 	if (!started)
 		return;
 	/* Operators' calls first: none may still read a device being destroyed. */
-	vsock_stats_close();
+	vsock_api_close();
 	/* No secondary is reaped while the API's tables go away under it. */
 	native_proc_stop();
-	vsock_devs_destroy();
+	devs_teardown();
 	workers_stop();
 	started = false;
 }

@@ -26,11 +26,12 @@
 
 #include "conn.h"
 #include "datapath.h"
-#include "device.h"
 #include "log.h"
 #include "virtq.h"
+#include "vsock_pkt.h"
 
-#define VSOCK_HDR_LEN sizeof(struct virtio_vsock_hdr)
+/* Longest a busy device goes without asking the kernel which host sockets are ready. */
+#define HOST_EPOLL_BUSY_US 20
 
 /* rx chains dequeued at a time (host_to_guest()). */
 #define RX_CHUNK 8
@@ -40,7 +41,7 @@
  * date first. The trylock variant never makes the lcore wait for the control
  * thread; a notification it could not send stays pending for the next round.
  */
-static inline void send_notification(struct vsock_dev *dev, uint16_t q)
+static inline void send_notification(struct dp_dev *dev, uint16_t q)
 {
 	struct virtq *vq = &dev->vq[q];
 
@@ -53,7 +54,7 @@ static inline void send_notification(struct vsock_dev *dev, uint16_t q)
 }
 
 /* After a flush: interrupt the guest if its used_event (or NO_INTERRUPT flag) asks for it. */
-static inline void notify_guest(struct vsock_dev *dev, uint16_t q)
+static inline void notify_guest(struct dp_dev *dev, uint16_t q)
 {
 	if (vq_should_notify(&dev->vq[q]))
 		dev->notify_pending[q] = true;
@@ -66,13 +67,13 @@ static inline void notify_guest(struct vsock_dev *dev, uint16_t q)
  * no longer used; say so once, with the reason, and leave the rest of the
  * device and every other VM running.
  */
-static void report_broken(struct vsock_dev *dev, uint16_t q)
+static void report_broken(struct dp_dev *dev, uint16_t q)
 {
 	if (dev->broken_reported[q])
 		return;
 	dev->broken_reported[q] = true;
 	VSOCK_LOG(ERR, "VM cid %" PRIu64 ": %s queue stopped: guest broke the ring (%s)",
-		  dev->conf.cid, q == VSOCK_VQ_RX ? "rx" : "tx",
+		  dev->cid, q == VSOCK_VQ_RX ? "rx" : "tx",
 		  virtq_err_str(dev->vq[q].broken_reason));
 }
 
@@ -81,22 +82,22 @@ static void report_broken(struct vsock_dev *dev, uint16_t q)
  * it is dropped and counted, and only the first one of the device is logged, so that a
  * guest cannot flood the log.
  */
-static void report_short(struct vsock_dev *dev, uint32_t len)
+static void report_short(struct dp_dev *dev, uint32_t len)
 {
 	if (dev->stats.short_packets++ == 0)
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": dropped a tx packet of %u bytes, shorter than "
-			  "the %zu-byte header (counted in short_packets, logged once)",
-			  dev->conf.cid, len, VSOCK_HDR_LEN);
+			  "the %u-byte header (counted in short_packets, logged once)",
+			  dev->cid, len, VSOCK_HDR_SIZE);
 }
 
 /* The burst size the control side last set ("set burst"): any value in 1..BURST_MAX is safe. */
-static inline uint16_t burst_size(const struct vsock_dev *dev)
+static inline uint16_t burst_size(const struct dp_dev *dev)
 {
 	return (uint16_t)__atomic_load_n(&dev->burst, __ATOMIC_RELAXED);
 }
 
 /* A burst that moved @p n packets; the histogram costs a branch unless switched on. */
-static inline void count_burst(struct vsock_dev *dev, uint16_t q, uint16_t n)
+static inline void count_burst(struct dp_dev *dev, uint16_t q, uint16_t n)
 {
 	if (n == 0)
 		return;
@@ -157,14 +158,14 @@ static uint16_t data_run(struct datapath_scratch *s, uint16_t i, uint16_t n)
 		    h->dst_port != first->dst_port ||
 		    niov + s->chains[j].nr_readable > RTE_DIM(s->run_iov))
 			break;
-		s->run_cnt[j - i] = chain_readable_iov(&s->chains[j], VSOCK_HDR_LEN,
+		s->run_cnt[j - i] = chain_readable_iov(&s->chains[j], VSOCK_HDR_SIZE,
 						       &s->run_iov[niov]);
 		niov += s->run_cnt[j - i];
 	}
 	return j > i ? j - i : 1;
 }
 
-static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch *s)
+static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_TX];
 	struct iovec iov[VIRTQ_CHAIN_MAX_PIECES];
@@ -176,8 +177,8 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 		report_broken(dev, VSOCK_VQ_TX);
 	/* One copy of each header: the guest may rewrite its buffer while we parse it. */
 	for (i = 0; i < n; i++)
-		s->hdr_ok[i] = virtq_chain_read(&s->chains[i], 0, &s->hdrs[i], VSOCK_HDR_LEN) ==
-			       VSOCK_HDR_LEN;
+		s->hdr_ok[i] = virtq_chain_read(&s->chains[i], 0, &s->hdrs[i], VSOCK_HDR_SIZE) ==
+			       VSOCK_HDR_SIZE;
 	for (i = 0; i < n; i += k) {
 		k = data_run(s, i, n);
 		if (unlikely(!s->hdr_ok[i])) {
@@ -189,7 +190,7 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
 			taken = (uint16_t)conn_from_guest_run(dev->conns, &s->hdrs[i], s->run_iov,
 							      s->run_cnt, k);
 		} else {
-			iovcnt = chain_readable_iov(&s->chains[i], VSOCK_HDR_LEN, iov);
+			iovcnt = chain_readable_iov(&s->chains[i], VSOCK_HDR_SIZE, iov);
 			taken = conn_from_guest(dev->conns, &s->hdrs[i], iov, iovcnt) == -EAGAIN ?
 				0 : 1;
 		}
@@ -215,7 +216,7 @@ static unsigned int guest_to_host(struct vsock_dev *dev, struct datapath_scratch
  * Fill one dequeued chunk of rx chains with what the connections owe. @return chains
  * filled; fewer than @p n when nothing more was owed (the rest went back to the ring).
  */
-static uint16_t rx_fill(struct vsock_dev *dev, struct virtq *vq, const struct virtq_chain *c,
+static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, const struct virtq_chain *c,
 			uint16_t n)
 {
 	struct iovec iov[VIRTQ_CHAIN_MAX_PIECES];
@@ -224,11 +225,11 @@ static uint16_t rx_fill(struct vsock_dev *dev, struct virtq *vq, const struct vi
 	for (i = 0; i < n; i++) {
 		uint32_t len = 0;
 
-		if (c[i].writable_len >= VSOCK_HDR_LEN)
+		if (c[i].writable_len >= VSOCK_HDR_SIZE)
 			len = conn_to_guest(dev->conns, iov, chain_writable_iov(&c[i], iov));
 		else
 			dev->stats.small_rx_buffers++;
-		if (len == 0 && c[i].writable_len >= VSOCK_HDR_LEN) {
+		if (len == 0 && c[i].writable_len >= VSOCK_HDR_SIZE) {
 			/* Nothing more owed: keep the rest of the guest's buffers for later. */
 			vq_unget(vq, n - i);
 			return i;
@@ -247,7 +248,7 @@ static uint16_t rx_fill(struct vsock_dev *dev, struct virtq *vq, const struct vi
  * a burst that filled everything, the whole burst at once (a chunk costs one more acquire
  * of the ring's index and a call: 11 instructions per packet at 64 B).
  */
-static unsigned int host_to_guest(struct vsock_dev *dev, struct datapath_scratch *s)
+static unsigned int host_to_guest(struct dp_dev *dev, struct datapath_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_RX];
 	uint16_t want = burst_size(dev), n = 0, done = 0, filled = 0;
@@ -277,7 +278,17 @@ static unsigned int host_to_guest(struct vsock_dev *dev, struct datapath_scratch
 	return done;
 }
 
-bool vsock_dev_kicks_arm(struct vsock_dev *dev)
+void dp_dev_init(struct dp_dev *dev, uint64_t cid, unsigned int burst)
+{
+	dev->vid = -1;
+	dev->kick_fd[VSOCK_VQ_RX] = -1;
+	dev->kick_fd[VSOCK_VQ_TX] = -1;
+	dev->cid = cid;
+	dev->burst = burst;
+	dev->host_epoll_interval = rte_get_tsc_hz() / 1000000 * HOST_EPOLL_BUSY_US;
+}
+
+bool vsock_dev_kicks_arm(struct dp_dev *dev)
 {
 	bool want_rx = conn_has_output(dev->conns);
 
@@ -297,13 +308,13 @@ bool vsock_dev_kicks_arm(struct vsock_dev *dev)
 	       (want_rx && vq_avail_pending(&dev->vq[VSOCK_VQ_RX]));
 }
 
-void vsock_dev_kicks_disarm(struct vsock_dev *dev)
+void vsock_dev_kicks_disarm(struct dp_dev *dev)
 {
 	vq_disable_guest_kicks(&dev->vq[VSOCK_VQ_RX]);
 	vq_disable_guest_kicks(&dev->vq[VSOCK_VQ_TX]);
 }
 
-unsigned int vsock_dev_poll(struct vsock_dev *dev, struct datapath_scratch *s)
+unsigned int vsock_dev_poll(struct dp_dev *dev, struct datapath_scratch *s)
 {
 	unsigned int work;
 

@@ -3,6 +3,7 @@
 #define VSOCK_PMD_DATAPATH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 #include <linux/virtio_vsock.h>
@@ -11,7 +12,65 @@
 
 #include "virtq_common.h"
 
-struct vsock_dev;
+struct conn_table;
+
+/* virtio-vsock queue indices as QEMU hands them to a vhost-user backend. */
+#define VSOCK_VQ_RX 0	/* host -> guest */
+#define VSOCK_VQ_TX 1	/* guest -> host */
+#define VSOCK_NR_VQ 2
+
+/** Counters of one device, written by its worker lcore only. */
+struct dp_stats {
+	uint64_t guest_notifications[VSOCK_NR_VQ];	/* interrupts sent to the guest */
+	uint64_t bursts[VSOCK_NR_VQ];	/* bursts that moved at least one packet */
+	uint64_t short_packets;		/* tx chains shorter than a vsock header */
+	uint64_t small_rx_buffers;	/* rx buffers too small for a header, returned empty */
+	uint64_t tx_backpressure;	/* bursts cut short: the connections could not take more */
+	uint64_t rx_ring_full;		/* rounds with data owed and no guest rx buffer */
+	/*
+	 * --wait-mode notify/adaptive: guest kicks the sleeping worker drained from kick_fd
+	 * (in poll mode the control side drains and counts them, in its own counter).
+	 */
+	uint64_t kicks[VSOCK_NR_VQ];
+	/* Bursts by packets moved, while dp_dev.record_bursts is on. */
+	uint64_t burst_hist[VSOCK_NR_VQ][VSOCK_PMD_BURST_MAX + 1];
+};
+
+/**
+ * What the poll of one device works on: the dataplane's part of a device, which the control
+ * plane's device embeds. Owners, by field group: the worker polling the device writes its
+ * state and counters; the control side sets the rest, either while no worker polls the
+ * device (worker_attach() and worker_detach() order those writes against the worker) or,
+ * for the live settings, at any time with relaxed stores.
+ */
+struct dp_dev {
+	/*
+	 * The worker's while the device is attached to it; the control side loads them
+	 * (and reads the final ring positions) while it is not.
+	 */
+	struct virtq vq[VSOCK_NR_VQ];
+	struct conn_table *conns;
+	/* Live settings, stored by the control side at any time, read with relaxed loads. */
+	unsigned int burst;
+	bool record_bursts;
+	/* The worker's; the control side clears notify_pending and broken_reported on load. */
+	bool notify_pending[VSOCK_NR_VQ];
+	bool broken_reported[VSOCK_NR_VQ];
+	bool rings_busy;		/* the last poll did some work */
+	bool rx_filled_all;		/* the last rx burst filled every chain it asked for */
+	uint64_t host_epoll_tsc;	/* last socket readiness check */
+	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */
+	/*
+	 * Set by the control side while no worker polls the device: the vhost device the poll
+	 * signals the guest through (-1 while no frontend drives it), our dup of each ring's
+	 * kick eventfd (or -1; read by the sleeping worker in notify and adaptive modes, by
+	 * the control side in poll mode), and the VM's CID for the log.
+	 */
+	int vid;
+	int kick_fd[VSOCK_NR_VQ];
+	uint64_t cid;
+	struct dp_stats stats;
+};
 
 /** Host socket events served per device per round: keeps one busy VM from starving the others. */
 #define HOST_POLL_BUDGET 64
@@ -35,7 +94,7 @@ struct datapath_scratch {
  *
  * @return how much work was done; 0 means the device was idle.
  */
-unsigned int vsock_dev_poll(struct vsock_dev *dev, struct datapath_scratch *s);
+unsigned int vsock_dev_poll(struct dp_dev *dev, struct datapath_scratch *s);
 
 /**
  * --wait-mode notify or adaptive, before the worker sleeps: ask the guest to kick the tx ring (and the
@@ -44,9 +103,15 @@ unsigned int vsock_dev_poll(struct vsock_dev *dev, struct datapath_scratch *s);
  * @return true if work arrived meanwhile: do not sleep. Either way, call
  *   vsock_dev_kicks_disarm() before the next poll.
  */
-bool vsock_dev_kicks_arm(struct vsock_dev *dev);
+bool vsock_dev_kicks_arm(struct dp_dev *dev);
 
 /** Polling again: the guest need not kick us. */
-void vsock_dev_kicks_disarm(struct vsock_dev *dev);
+void vsock_dev_kicks_disarm(struct dp_dev *dev);
+
+/**
+ * A device created with no frontend: @p burst packets per burst, nothing polled yet.
+ * Called once, before the device is first attached to a worker.
+ */
+void dp_dev_init(struct dp_dev *dev, uint64_t cid, unsigned int burst);
 
 #endif /* VSOCK_PMD_DATAPATH_H */

@@ -28,7 +28,6 @@
 
 #include "conn.h"
 #include "datapath.h"
-#include "device.h"
 #include "ep_ring.h"
 #include "log.h"
 #include "virtq.h"
@@ -57,7 +56,7 @@ enum worker_op { WORKER_ATTACH, WORKER_DETACH, WORKER_RUN };
 /* One request to the worker: a device to take or drop, or a function to run between polls. */
 struct worker_req {
 	enum worker_op op;
-	struct vsock_dev *dev;
+	struct dp_dev *dev;
 	void (*fn)(void *arg);
 	void *arg;
 };
@@ -74,7 +73,7 @@ struct worker {
 	uint32_t ack_seq __rte_cache_aligned;	/* worker stores (release) when done */
 
 	/* Worker-private; the counters are read by the control side (aligned 64-bit loads). */
-	struct vsock_dev *devs[WORKER_MAX_DEVS] __rte_cache_aligned;
+	struct dp_dev *devs[WORKER_MAX_DEVS] __rte_cache_aligned;
 	unsigned int nb_devs;
 	struct datapath_scratch *scratch;
 	uint32_t seen_seq;
@@ -112,12 +111,12 @@ bool workers_may_sleep(void)
 }
 
 /* Notify mode: add (EPOLL_CTL_ADD) or remove (EPOLL_CTL_DEL) what wakes the worker for @p dev. */
-static void watch_dev(struct worker *w, struct vsock_dev *dev, int op)
+static void watch_dev(struct worker *w, struct dp_dev *dev, int op)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	uint16_t q;
 
-	RTE_BUILD_BUG_ON(alignof(struct vsock_dev) < 4);
+	RTE_BUILD_BUG_ON(alignof(struct dp_dev) < 4);
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
 		if (dev->kick_fd[q] < 0)
 			continue;
@@ -193,7 +192,7 @@ static inline void serve_mailbox(struct worker *w)
 }
 
 /* Packets the device's rings completed so far, for cycles per packet. */
-static inline uint64_t dev_packets(const struct vsock_dev *dev)
+static inline uint64_t dev_packets(const struct dp_dev *dev)
 {
 	return dev->vq[VSOCK_VQ_RX].stats.completed + dev->vq[VSOCK_VQ_TX].stats.completed;
 }
@@ -247,7 +246,8 @@ static void worker_sleep_timed_out(struct worker *w)
 /*
  * Notify mode, after a round without work: ask every guest for kicks, and sleep unless work
  * arrived meanwhile. The kicks we read are counted as the statistics would have (this
- * worker is then the eventfds' only reader; device.c gives the statistics none).
+ * worker is then the eventfds' only reader: the control side drains them in poll mode
+ * only).
  */
 static void worker_sleep(struct worker *w)
 {
@@ -276,7 +276,7 @@ static void worker_sleep(struct worker *w)
 			worker_sleep_timed_out(w);
 		for (i = 0; n > 0 && i < (unsigned int)n; i++) {
 			uint64_t data = ev[i].data.u64;
-			struct vsock_dev *dev = (void *)(uintptr_t)(data & ~(uint64_t)WAIT_TAGS);
+			struct dp_dev *dev = (void *)(uintptr_t)(data & ~(uint64_t)WAIT_TAGS);
 			unsigned int tag = (unsigned int)(data & WAIT_TAGS);
 			uint64_t v;
 
@@ -285,9 +285,9 @@ static void worker_sleep(struct worker *w)
 				continue;
 			if (read(dev ? dev->kick_fd[tag] : w->wake_fd, &v, sizeof(v)) != sizeof(v))
 				continue;
-			/* Aligned 64-bit store the control side reads as any other counter. */
+			/* This worker is the counter's only writer (dp_stats.kicks). */
 			if (dev)
-				__atomic_fetch_add(&dev->history.kicks[tag], v, __ATOMIC_RELAXED);
+				dev->stats.kicks[tag] += v;
 		}
 	}
 	__atomic_store_n(&w->waker.sleeping, 0, __ATOMIC_RELAXED);
@@ -395,12 +395,12 @@ out:
 	pthread_mutex_unlock(&w->ctl_lock);
 }
 
-void worker_attach(struct worker *w, struct vsock_dev *dev)
+void worker_attach(struct worker *w, struct dp_dev *dev)
 {
 	worker_call(w, &(struct worker_req){ .op = WORKER_ATTACH, .dev = dev });
 }
 
-void worker_detach(struct worker *w, struct vsock_dev *dev)
+void worker_detach(struct worker *w, struct dp_dev *dev)
 {
 	worker_call(w, &(struct worker_req){ .op = WORKER_DETACH, .dev = dev });
 }

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct vsock_dev;
+struct dp_dev;
 struct worker;
 
 /** Counters of one worker lcore, written by that lcore only. */
@@ -48,10 +48,10 @@ struct ep_waker;
 struct ep_waker *worker_waker(struct worker *w);
 
 /** Returns once @p w polls @p dev. Control thread only. */
-void worker_attach(struct worker *w, struct vsock_dev *dev);
+void worker_attach(struct worker *w, struct dp_dev *dev);
 
 /** Returns once @p w no longer touches @p dev. Control thread only. */
-void worker_detach(struct worker *w, struct vsock_dev *dev);
+void worker_detach(struct worker *w, struct dp_dev *dev);
 
 /**
  * Run @p fn(@p arg) on @p w's lcore between two polls and return once it has run: the way to

@@ -1,20 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Statistics and live settings for operators.
+ * The control API (vsock_pmd.h): statistics, resources, connections and live settings for
+ * operators.
  *
  * The counters belong to the lcores that write them: a device's to the worker polling it, a
  * worker's to itself. This side only reads them (aligned 64-bit loads, never torn on the
  * platforms DPDK runs on) and never writes them: "clear" records a baseline that is
  * subtracted on every read, and counters a re-attached ring starts again from zero are
- * folded into the device's history first. State that is not a counter (the connection list)
- * is read on the worker, between two polls, through worker_run().
+ * folded into the device's history first (device.c). State that is not a counter (the
+ * connection list) is read on the worker, between two polls, through worker_run().
  *
  * Lock order: api_lock, then the device lock, then a worker's control lock.
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +30,10 @@
 
 #include <vsock_pmd.h>
 
+#include "api.h"
 #include "conn.h"
 #include "device.h"
 #include "log.h"
-#include "stats.h"
 #include "virtq_common.h"
 #include "vsock_pkt.h"
 #include "worker.h"
@@ -63,66 +62,6 @@ static inline uint64_t rd(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-/* ---- hooks from device.c ---- */
-
-void vsock_stats_dev_init(struct vsock_dev *dev)
-{
-	uint16_t q;
-
-	memset(&dev->history, 0, sizeof(dev->history));
-	for (q = 0; q < VSOCK_NR_VQ; q++)
-		dev->history.kick_fd[q] = -1;
-}
-
-/*
- * We poll, so nobody else reads the kick eventfd: its counter is the number of kicks since
- * the last read. poll() first so that the read never blocks, whatever the fd's flags.
- */
-static void drain_kicks(struct vsock_dev *dev, uint16_t q)
-{
-	struct pollfd p = { .fd = dev->history.kick_fd[q], .events = POLLIN };
-	uint64_t v;
-
-	if (p.fd < 0)
-		return;
-	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) && read(p.fd, &v, sizeof(v)) == sizeof(v))
-		dev->history.kicks[q] += v;
-}
-
-void vsock_stats_dev_ring(struct vsock_dev *dev, uint16_t q, int kickfd)
-{
-	struct vsock_dev_history *h = &dev->history;
-
-	if (h->kick_fd[q] >= 0)
-		close(h->kick_fd[q]);
-	/* Our own descriptor of the same eventfd: DPDK may close its one at any time. */
-	h->kick_fd[q] = kickfd >= 0 ? fcntl(kickfd, F_DUPFD_CLOEXEC, 0) : -1;
-}
-
-void vsock_stats_dev_detached(struct vsock_dev *dev)
-{
-	uint16_t q;
-	int e;
-
-	for (q = 0; q < VSOCK_NR_VQ; q++) {
-		struct virtq_stats *old = &dev->history.vq[q], *cur = &dev->vq[q].stats;
-
-		drain_kicks(dev, q);
-		if (dev->history.kick_fd[q] >= 0)
-			close(dev->history.kick_fd[q]);
-		dev->history.kick_fd[q] = -1;
-		old->dequeued += cur->dequeued;
-		old->ungot += cur->ungot;
-		old->completed += cur->completed;
-		old->used_idx_stores += cur->used_idx_stores;
-		old->notify_yes += cur->notify_yes;
-		old->notify_no += cur->notify_no;
-		for (e = 0; e < VIRTQ_ERR_MAX; e++)
-			old->errors[e] += cur->errors[e];
-		memset(cur, 0, sizeof(*cur));
-	}
-}
-
 /* ---- reading ---- */
 
 static void add_err(struct vsock_pmd_vm_stats *st, const char *prefix, const char *name,
@@ -138,8 +77,8 @@ static void add_err(struct vsock_pmd_vm_stats *st, const char *prefix, const cha
 /* Totals since the device was created. Device lock held (kick counters are drained). */
 static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 {
-	const struct conn_stats *cs = conn_table_stats(dev->conns);
-	const struct vsock_dev_stats *ds = &dev->stats;
+	const struct conn_stats *cs = conn_table_stats(dev->dp.conns);
+	const struct dp_stats *ds = &dev->dp.stats;
 	uint64_t ring_err[VIRTQ_ERR_MAX] = { 0 };
 	uint16_t q;
 	int e;
@@ -165,17 +104,17 @@ static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 	st->short_packets = rd(&ds->short_packets);
 	st->small_rx_buffers = rd(&ds->small_rx_buffers);
 
+	vsock_dev_kicks_drain(dev);
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
-		const struct virtq_stats *cur = &dev->vq[q].stats, *old = &dev->history.vq[q];
+		const struct virtq_stats *cur = &dev->dp.vq[q].stats, *old = &dev->history.vq[q];
 		struct vsock_pmd_queue_stats *qs = &st->q[q];
 		unsigned int b;
 
-		drain_kicks(dev, q);
 		qs->packets = old->completed + rd(&cur->completed);
 		qs->used_idx_flushes = old->used_idx_stores + rd(&cur->used_idx_stores);
 		qs->interrupts = rd(&ds->guest_notifications[q]);
 		qs->bursts = rd(&ds->bursts[q]);
-		qs->kicks = dev->history.kicks[q];
+		qs->kicks = dev->history.kicks[q] + rd(&ds->kicks[q]);
 		for (e = 1; e < VIRTQ_ERR_MAX; e++) {
 			uint64_t n = old->errors[e] + rd(&cur->errors[e]);
 
@@ -254,7 +193,7 @@ static int dev_index(uint64_t cid)
 	return -1;
 }
 
-void vsock_stats_open(unsigned int burst)
+void vsock_api_open(unsigned int burst)
 {
 	pthread_mutex_lock(&api_lock);
 	memset(vm_base, 0, sizeof(vm_base));
@@ -267,7 +206,7 @@ void vsock_stats_open(unsigned int burst)
 	pthread_mutex_unlock(&api_lock);
 }
 
-void vsock_stats_close(void)
+void vsock_api_close(void)
 {
 	pthread_mutex_lock(&api_lock);
 	live = false;
@@ -336,7 +275,7 @@ int vsock_pmd_resources_get(struct vsock_pmd_resources *res)
 	vsock_devs_lock();
 	vsock_devs_mbufs(&res->mbufs_total, &res->mbufs_in_use);
 	for (i = 0; i < vsock_devs_count(); i++)
-		res->conns += conn_count(vsock_dev_at(i)->conns);
+		res->conns += conn_count(vsock_dev_at(i)->dp.conns);
 	vsock_devs_unlock();
 	res->open_fds = open_fds();
 	res->rss_bytes = rss_bytes();
@@ -443,10 +382,10 @@ int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 	info->socket_gid = dev->conf.socket_gid;
 	info->features = dev->running ? dev->features : 0;
 	for (q = 0; dev->running && q < VSOCK_NR_VQ; q++) {
-		info->ring_size[q] = dev->vq[q].size;
-		info->ring_broken[q] = __atomic_load_n(&dev->vq[q].broken, __ATOMIC_RELAXED);
+		info->ring_size[q] = dev->dp.vq[q].size;
+		info->ring_broken[q] = __atomic_load_n(&dev->dp.vq[q].broken, __ATOMIC_RELAXED);
 	}
-	info->conns = conn_count(dev->conns);
+	info->conns = conn_count(dev->dp.conns);
 	info->tx_buffer_size = dev->conf.tx_buffer_size;
 	info->queue_size = dev->conf.queue_size;
 	info->max_conns = dev->conf.max_conns;
@@ -551,7 +490,7 @@ int vsock_pmd_conns_get(uint64_t cid, struct vsock_pmd_conn_info *out, unsigned 
 		goto out;
 	}
 	dev = vsock_dev_at(i);
-	r.t = dev->conns;
+	r.t = dev->dp.conns;
 	/* The table is the worker's while it polls the device; otherwise ours under the lock. */
 	if (dev->running && !dev->remapping)
 		worker_run(dev->worker, snapshot_conns, &r);
@@ -602,7 +541,7 @@ int vsock_pmd_set_burst(unsigned int burst)
 	vsock_devs_lock();
 	/* Any value the worker may see is a valid burst: no handshake needed. */
 	for (i = 0; i < vsock_devs_count(); i++)
-		__atomic_store_n(&vsock_dev_at(i)->burst, burst, __ATOMIC_RELAXED);
+		__atomic_store_n(&vsock_dev_at(i)->dp.burst, burst, __ATOMIC_RELAXED);
 	vsock_devs_unlock();
 	if (burst != cur_burst)
 		VSOCK_LOG(INFO, "burst size %u (was %u)", burst, cur_burst);
@@ -620,7 +559,7 @@ int vsock_pmd_set_record_burst_stats(bool on)
 		return rc;
 	vsock_devs_lock();
 	for (i = 0; i < vsock_devs_count(); i++)
-		__atomic_store_n(&vsock_dev_at(i)->record_bursts, on, __ATOMIC_RELAXED);
+		__atomic_store_n(&vsock_dev_at(i)->dp.record_bursts, on, __ATOMIC_RELAXED);
 	vsock_devs_unlock();
 	record_bursts = on;
 	api_leave();

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#ifndef VSOCK_PMD_STATS_H
-#define VSOCK_PMD_STATS_H
+#ifndef VSOCK_PMD_API_H
+#define VSOCK_PMD_API_H
 
 /**
- * The control side of the statistics: totals kept across frontends, "clear" as a baseline
- * subtracted on read (the workers' counters are never written here), and the live settings
- * (burst, pause, recording). The public functions are declared in vsock_pmd.h.
+ * The control API: statistics read (the device's totals across frontends are device.c's),
+ * "clear" as a baseline subtracted on read (the workers' counters are never written here),
+ * and the live settings (burst, pause, recording). It uses the device table, never the
+ * other way round. The public functions are declared in vsock_pmd.h.
  */
 
 #include <stdint.h>
-
-struct vsock_dev;
 
 /* The scalar counters of the public structs, by name: telemetry prints them, clear subtracts. */
 #define VSOCK_VM_COUNTERS(X) \
@@ -24,29 +23,13 @@ struct vsock_dev;
 #define VSOCK_LCORE_COUNTERS(X) \
 	X(polls) X(busy_polls) X(lost_kicks) X(cycles) X(busy_cycles) X(cycles_pkts)
 
-/** A device is being created: nothing recorded yet. */
-void vsock_stats_dev_init(struct vsock_dev *dev);
-
-/**
- * Ring @p q of @p dev was just set up with kick eventfd @p kickfd (-1: none): watch it, so
- * that the guest's kicks can be counted. Device lock held.
- */
-void vsock_stats_dev_ring(struct vsock_dev *dev, uint16_t q, int kickfd);
-
-/**
- * No worker polls @p dev any more (or its rings are about to be set up again): fold the ring
- * counters into the device's totals and stop watching the kick eventfds. Device lock held
- * (or the device is being destroyed). Harmless when repeated.
- */
-void vsock_stats_dev_detached(struct vsock_dev *dev);
-
 /** Open the control API once the devices exist; @p burst is the configured burst size. */
-void vsock_stats_open(unsigned int burst);
+void vsock_api_open(unsigned int burst);
 
 /** Close it before the devices go: waits for the call in progress, later ones get -ENODEV. */
-void vsock_stats_close(void);
+void vsock_api_close(void);
 
 /** Register the /vsock/... telemetry commands (telemetry.c); once per process. */
 void vsock_telemetry_register(void);
 
-#endif /* VSOCK_PMD_STATS_H */
+#endif /* VSOCK_PMD_API_H */
