@@ -38,7 +38,8 @@
 #include <vsock_pmd.h>
 #include <vsock_pmd_native.h>
 
-#include "ops_util.h"
+#include "ops_env.h"
+#include "tap.h"
 #include "perf.h"
 
 #define PORT_G2H 5000
