@@ -17,7 +17,6 @@
 
 struct rte_mbuf;
 
-
 #define PORT_G2H 5000
 #define PORT_H2G 6000
 #define PORT_RR 7000
