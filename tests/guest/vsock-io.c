@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vsock-io: drive one vsock connection with the deterministic stream of
- * tests/common/pattern.h, so that a host-side test checks every byte.
+ * lib/vsock_harness/pattern.h, so that a host-side test checks every byte.
  *
  *   vsock-io [OPTIONS] connect CID PORT ACTION
  *   vsock-io [OPTIONS] listen PORT ACTION     (accepts exactly one connection)

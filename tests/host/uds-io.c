@@ -2,7 +2,7 @@
 /*
  * uds-io: the host-side twin of tests/guest/vsock-io.c. It drives one hybrid
  * vsock connection (doc/hybrid-vsock.md) with the stream of
- * tests/common/pattern.h, so a test compares what both ends saw.
+ * lib/vsock_harness/pattern.h, so a test compares what both ends saw.
  *
  *   uds-io [OPTIONS] listen PATH ACTION      guest -> host: PATH is
  *                                            "<uds>_<port>"; accepts exactly

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""TAP output for the Python tests here, as tests/common/tap.h is for the C ones."""
+"""TAP output for the Python tests here, as lib/vsock_harness/tap.h is for the C ones."""
 import sys
 
 n = 0

@@ -8,7 +8,12 @@ file sits in a room and that no header name is in two rooms, and, from the room
 libraries, that no room calls into a room it may not use and that no files use each
 other.
 
+The libraries beside the engine (lib/vsock_frontend/, lib/vsock_harness/) are held to
+their READMEs' rule: the public include/ and each other as OUTSIDE says, never an engine
+room's header or symbol (only the exported API of version.map).
+
 Usage: test_rooms.py LIB_DIR [ROOM ARCHIVE]...
+(a ROOM named as in OUTSIDE is that library beside LIB_DIR)
 """
 import os
 import re
@@ -24,6 +29,11 @@ USES = {
 	'proto': {'base', 'endpoint'},
 	'dataplane': {'base', 'virtq', 'endpoint', 'proto'},
 	'control': {'base', 'virtq', 'endpoint', 'proto', 'dataplane'},
+}
+# The libraries beside the engine and the ones of them each may use; none may use a room.
+OUTSIDE = {
+	'vsock_frontend': set(),
+	'vsock_harness': {'vsock_frontend'},
 }
 # The library's own assembly, beside the rooms.
 TOP_FILES = {'meson.build', 'version.c', 'version.map', 'README.md'}
@@ -105,6 +115,30 @@ def main():
 							+ (', '.join(sorted(USES.get(room, ()))) or 'no other room'))
 		check(not bad, f'{room}/ includes only the rooms it may use', bad)
 
+	# Beside the engine: own headers, the allowed libraries', the public include/.
+	top = os.path.dirname(os.path.abspath(lib))
+	public = set(os.listdir(os.path.join(os.path.dirname(top), 'include')))
+	public.add('vsock_pmd_version.h')	# generated from include/
+	for name in sorted(OUTSIDE):
+		where = os.path.join(top, name)
+		own = {name: set(os.listdir(where))}
+		for other in OUTSIDE[name]:
+			own[other] = set(os.listdir(os.path.join(top, other)))
+		bad = []
+		for f in sorted(os.listdir(where)):
+			if not f.endswith(('.c', '.h')):
+				continue
+			with open(os.path.join(where, f), encoding='utf-8') as src:
+				for inc in INCLUDE.findall(src.read()):
+					base = os.path.basename(inc)
+					if any(base in files for files in own.values()) or base in public:
+						continue
+					there = home.get(base)
+					bad.append(f'{name}/{f}: #include "{inc}"'
+						+ (f' of the engine\'s {there}/' if there else ' is nowhere it may use'))
+		check(not bad, f'{name}/ includes only itself, '
+			+ ''.join(f'{o}/, ' for o in sorted(OUTSIDE[name])) + 'and include/', bad)
+
 	# Who defines what, from the room libraries: a room's undefined symbol defined in
 	# another room is a call (or a reference) across rooms.
 	defined = {}
@@ -124,11 +158,15 @@ def main():
 			elif len(parts) == 3 and parts[1] in 'TDBRC':
 				defined.setdefault(parts[2], room)
 				defined_in.setdefault(parts[2], source_of(room, obj))
+	# The exported API, which the libraries beside the engine may call.
+	with open(os.path.join(lib, 'version.map'), encoding='utf-8') as vmap:
+		exported = set(re.findall(r'^\s*(\w+);', vmap.read(), re.M))
 	for room in sorted(archives):
+		uses = OUTSIDE[room] | exported if room in OUTSIDE else USES.get(room, set())
 		bad = sorted({f'{obj} uses {sym} of {defined[sym]}/'
 			for obj, sym in undefined[room]
 			if sym in defined and defined[sym] != room
-			and defined[sym] not in USES.get(room, ())})
+			and defined[sym] not in uses and sym not in uses})
 		check(not bad, f'{room}/ calls only into the rooms it may use', bad)
 
 	# Files that use each other, directly or round a longer circle, are one job cut in two.

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * vfe: a userspace vhost-user frontend for tests.
+ * vfe: a userspace vhost-user frontend, for the tests and the benchmark.
  *
  * It plays both QEMU (the vhost-user control messages, guest memory shared
  * through a memfd) and the guest's virtio driver (split or packed virtqueues),
- * inside the test process, so that tests can drive the backend without a VM.
+ * in the calling process, so that tests and vsock-perf drive the backend without a VM.
  *
  * Layers, each usable on its own:
  *   struct vfe_conn   one vhost-user connection and its messages;
@@ -17,8 +17,8 @@
  * the backend did, vfe_conn.err says what was seen. Not thread-safe: use one
  * object from one thread.
  */
-#ifndef TESTS_FRONTEND_VFE_H
-#define TESTS_FRONTEND_VFE_H
+#ifndef VSOCK_FRONTEND_VFE_H
+#define VSOCK_FRONTEND_VFE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -548,4 +548,4 @@ int vfe_vsock_parse(const void *buf, size_t len, struct vfe_vsock_pkt *pkt);
 }
 #endif
 
-#endif /* TESTS_FRONTEND_VFE_H */
+#endif /* VSOCK_FRONTEND_VFE_H */

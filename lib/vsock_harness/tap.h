@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A tiny TAP producer shared by every test program: one "ok"/"not ok" line
- * per check, so scripts/test.sh can count results across the whole suite.
+ * A tiny TAP producer shared by every test program and vsock-perf --smoke: one
+ * "ok"/"not ok" line per check, so scripts/test.sh can count results across the
+ * whole suite.
  */
-#ifndef TESTS_TAP_H
-#define TESTS_TAP_H
+#ifndef VSOCK_HARNESS_TAP_H
+#define VSOCK_HARNESS_TAP_H
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,4 +43,4 @@ static inline int tap_done(void)
 	return tap_failed || tap_count == 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-#endif /* TESTS_TAP_H */
+#endif /* VSOCK_HARNESS_TAP_H */

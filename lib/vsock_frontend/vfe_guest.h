@@ -16,8 +16,8 @@
  * Single-threaded and non-blocking: nothing happens between calls to
  * vfe_guest_poll(), which the test calls from its own loop.
  */
-#ifndef TESTS_FRONTEND_VFE_GUEST_H
-#define TESTS_FRONTEND_VFE_GUEST_H
+#ifndef VSOCK_FRONTEND_VFE_GUEST_H
+#define VSOCK_FRONTEND_VFE_GUEST_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -272,4 +272,4 @@ void vfe_guest_release(struct vfe_guest *g, struct vfe_guest_conn *c);
 }
 #endif
 
-#endif /* TESTS_FRONTEND_VFE_GUEST_H */
+#endif /* VSOCK_FRONTEND_VFE_GUEST_H */

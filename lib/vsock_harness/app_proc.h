@@ -12,8 +12,8 @@
  *   status = app_proc_stop(&p, 5000);   (WIFEXITED/WEXITSTATUS apply)
  *   app_proc_fini(&p);
  */
-#ifndef TESTS_COMMON_APP_PROC_H
-#define TESTS_COMMON_APP_PROC_H
+#ifndef VSOCK_HARNESS_APP_PROC_H
+#define VSOCK_HARNESS_APP_PROC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -89,4 +89,4 @@ void app_proc_eal_dir(const char *prefix, char *buf, size_t len);
  */
 void app_proc_remove_eal_files(const char *prefix);
 
-#endif /* TESTS_COMMON_APP_PROC_H */
+#endif /* VSOCK_HARNESS_APP_PROC_H */

@@ -3,8 +3,8 @@
  * The packed layout of vfe_vq: vfe_vq.c's public calls hand a packed ring
  * to these. Private to the frontend library.
  */
-#ifndef TESTS_FRONTEND_VFE_VQ_PACKED_H
-#define TESTS_FRONTEND_VFE_VQ_PACKED_H
+#ifndef VSOCK_FRONTEND_VFE_VQ_PACKED_H
+#define VSOCK_FRONTEND_VFE_VQ_PACKED_H
 
 #include "vfe.h"
 
@@ -20,4 +20,4 @@ void vfe_vqp_set_used_event(struct vfe_vq *vq, uint16_t idx);
 /** Encoded position (index | wrap << 15) of descriptor count @p count. */
 uint16_t vfe_vqp_pos(const struct vfe_vq *vq, uint16_t count);
 
-#endif /* TESTS_FRONTEND_VFE_VQ_PACKED_H */
+#endif /* VSOCK_FRONTEND_VFE_VQ_PACKED_H */

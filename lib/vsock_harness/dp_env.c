@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Helpers of the datapath tests (test_datapath_util.h).
+ * The datapath environment (dp_env.h).
  */
 #include <endian.h>
 #include <errno.h>
@@ -16,7 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "test_datapath_util.h"
+#include "dp_env.h"
+#include "tap.h"
 
 #define APP_START_MS 15000
 #define APP_STOP_MS 10000

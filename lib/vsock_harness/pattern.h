@@ -13,8 +13,8 @@
  * Header-only and libc-free so that static guest programs, host test
  * programs and the frontend tests can all include it.
  */
-#ifndef TESTS_PATTERN_H
-#define TESTS_PATTERN_H
+#ifndef VSOCK_HARNESS_PATTERN_H
+#define VSOCK_HARNESS_PATTERN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -119,4 +119,4 @@ static inline uint32_t pattern_sizes_next(struct pattern_sizes *s)
 	return (uint32_t)(s->state % s->max) + 1;
 }
 
-#endif /* TESTS_PATTERN_H */
+#endif /* VSOCK_HARNESS_PATTERN_H */

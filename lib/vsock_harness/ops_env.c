@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Helpers of the operator tests (ops_util.h). */
+/* The operator environment (ops_env.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <sched.h>
@@ -13,7 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ops_util.h"
+#include "ops_env.h"
+#include "tap.h"
 
 #define APP_START_MS 15000
 #define APP_STOP_MS 10000

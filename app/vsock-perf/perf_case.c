@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One case's measured window: stream rounds guest to host and host to guest, the
+ * round trips, and the counters read around them.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+
+#include "vsock_perf.h"
+
+/* Guest -> host: the guest sends whole payloads within its credit; the host reads. */
+static void g2h_round(uint32_t payload, unsigned int n, bool more)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct pconn *pc = &pconns[i];
+		uint32_t credit = vfe_guest_credit(pc->gc);
+		long w;
+
+		if (!more)
+			break;
+		credit -= credit % payload;
+		if (credit > PERF_PAT_RUN)
+			credit = PERF_PAT_RUN - PERF_PAT_RUN % payload;
+		if (credit == 0)
+			continue;
+		w = vfe_guest_send(&env.dp.g, pc->gc, perf_pat_at(pc->base + pc->sent), credit);
+		if (w > 0)
+			pc->sent += (uint64_t)w;
+	}
+	vfe_guest_poll(&env.dp.g);
+	for (i = 0; i < n; i++)
+		perf_host_recv(&pconns[i], UINT64_MAX);
+}
+
+/* Host -> guest: the host writes what its socket takes; the guest checks in place. */
+static void h2g_round(unsigned int n, bool more)
+{
+	unsigned int i;
+
+	for (i = 0; i < n && more; i++) {
+		struct pconn *pc = &pconns[i];
+
+		pc->sent += (uint64_t)perf_host_send(pc, pc->base + pc->sent, PERF_PAT_RUN);
+	}
+	vfe_guest_poll(&env.dp.g);
+	for (i = 0; i < n; i++) {
+		struct pconn *pc = &pconns[i];
+		struct vfe_guest_conn *c = pc->gc;
+		uint32_t avail = vfe_guest_rx_avail(c), off, first;
+
+		if (avail == 0)
+			continue;
+		/* Checked where the driver put it (its receive queue), then consumed. */
+		off = c->fwd_cnt % c->buf_alloc;
+		first = c->buf_alloc - off < avail ? c->buf_alloc - off : avail;
+		perf_stream_check(pc, c->rxq + off, first);
+		if (avail > first)
+			perf_stream_check(pc, c->rxq, avail - first);
+		vfe_guest_recv(&env.dp.g, c, NULL, avail);
+	}
+}
+static void verify(struct result *r, unsigned int n)
+{
+	unsigned int i;
+
+	r->ok = true;
+	if (env.dp.g.errors) {
+		r->ok = false;
+		snprintf(r->err, sizeof(r->err), "guest saw a protocol breach: %.100s",
+			 env.dp.g.err);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const struct pconn *pc = &pconns[i];
+
+		if (pc->herr) {
+			r->ok = false;
+			snprintf(r->err, sizeof(r->err), "conn %u: the native API returned %s", i,
+				 strerror(-pc->herr));
+			return;
+		}
+		if (pc->bad_at != UINT64_MAX || pc->rcvd != pc->sent ||
+		    perf_csum_value(&pc->rx_sum) != perf_sent_csum(pc)) {
+			r->ok = false;
+			snprintf(r->err, sizeof(r->err), "conn %u: sent %llu, received %llu, "
+				 "first bad byte %lld, checksums %s", i,
+				 (unsigned long long)pc->sent, (unsigned long long)pc->rcvd,
+				 (long long)pc->bad_at,
+				 perf_csum_value(&pc->rx_sum) == perf_sent_csum(pc) ? "equal" :
+				 "differ");
+			return;
+		}
+	}
+}
+
+static void window_begin(struct perf_counters *c)
+{
+	perf_counters_read(c);
+	if (plan.callgrind)
+		perf_cg_cmd("-z");
+	perf_syscalls_start();
+}
+
+static void window_end(struct result *r, const struct perf_counters *c0)
+{
+	struct perf_counters c1;
+	long epolls, cepolls, csys, sys;
+
+	/*
+	 * This thread's perf first, before it makes any other syscall: what it counts beyond
+	 * the window is its own kill and wait (and the sleep that let perf attach).
+	 */
+	csys = perf_syscalls_stop(PS_CLIENT, &cepolls);
+	sys = perf_syscalls_stop(PS_WORKER, &epolls);
+
+	if (plan.callgrind)
+		perf_cg_cmd("-d");
+	perf_counters_read(&c1);
+	if (!c0->ok || !c1.ok) {
+		/* No per-packet figure rather than a wrong one: the medians skip it. */
+		r->vq_pkts = 0;
+		r->cyc_pkt = r->idx_pkt = r->irq_pkt = r->kick_pkt = NAN;
+		fprintf(stderr, "vsock-perf: the backend's counters could not be read\n");
+		return;
+	}
+	r->vq_pkts = c1.vq_pkts - c0->vq_pkts;
+	r->cyc_pkt = perf_per(c1.busy_cycles - c0->busy_cycles, c1.cycles_pkts - c0->cycles_pkts);
+	r->idx_pkt = perf_per(c1.idx - c0->idx, r->vq_pkts);
+	r->irq_pkt = perf_per(c1.irq - c0->irq, r->vq_pkts);
+	r->kick_pkt = perf_per(c1.kicks - c0->kicks, r->vq_pkts);
+	r->sys_pkt = sys >= 0 ? perf_per((uint64_t)sys, r->vq_pkts) : -1;
+	/* The client never waits in epoll: every syscall it makes counts. */
+	r->csys = csys >= 0 ? csys + RTE_MAX(cepolls, 0L) : -1;
+	r->csys_pkt = r->csys >= 0 ? perf_per((uint64_t)r->csys, r->vq_pkts) : -1;
+	r->epoll_pkt = epolls >= 0 ? perf_per((uint64_t)epolls, r->vq_pkts) : -1;
+	r->busy_rounds = c1.busy_rounds - c0->busy_rounds;
+	if (plan.callgrind)
+		perf_cg_read_ir(&r->cg_ir, &r->cg_ring, &r->cg_rounds);
+}
+
+void perf_run_stream(struct result *r)
+{
+	unsigned int n = r->conns;
+	uint64_t t0, t1, b0, b1, end, deadline;
+	struct perf_counters c0;
+	bool g2h = r->mode == M_G2H;
+
+	/* Warm up (caches, mempool, the sockets' buffers), then the measured window. */
+	end = perf_now_ns() + (uint64_t)(plan.secs * 0.2e9);
+	while (perf_now_ns() < end)
+		g2h ? g2h_round(r->payload, n, true) : h2g_round(n, true);
+	window_begin(&c0);
+	b0 = perf_total_rcvd(n);
+	t0 = perf_now_ns();
+	end = t0 + (uint64_t)(plan.secs * 1e9);
+	/* A window in which no byte arrived (the machine held us up) measures nothing: go on. */
+	do {
+		unsigned int k;
+
+		for (k = 0; k < 16; k++)
+			g2h ? g2h_round(r->payload, n, true) : h2g_round(n, true);
+		t1 = perf_now_ns();
+	} while ((t1 < end || (perf_total_rcvd(n) == b0 && t1 < end + DRAIN_NS)) &&
+		 pconns[0].bad_at == UINT64_MAX);
+	b1 = perf_total_rcvd(n);
+	window_end(r, &c0);
+	/* Everything in flight arrives before the books are checked. */
+	deadline = perf_now_ns() + DRAIN_NS;
+	while (!perf_all_received(n) && perf_now_ns() < deadline)
+		g2h ? g2h_round(r->payload, n, false) : h2g_round(n, false);
+	r->secs = (double)(t1 - t0) / 1e9;
+	r->bytes = b1 - b0;
+	r->msgs = r->bytes / r->payload;
+	r->gbps = (double)r->bytes * 8 / (double)(t1 - t0);
+	r->mpps = (double)r->msgs / (double)(t1 - t0) * 1e3;
+	verify(r, n);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Ping-pong: the host writes a request, the guest reads it whole and writes the same
+ * number of bytes back, the host reads them all. RTT is host send to host receive.
+ */
+static bool rr_once(struct pconn *pc, uint32_t p, uint64_t *rtt, uint64_t deadline)
+{
+	struct vfe_guest_conn *c = pc->gc;
+	uint64_t t0 = perf_now_ns(), got = 0;
+	size_t off = 0;
+
+	while (off < p) {
+		long w = perf_host_send(pc, pc->base + pc->sent + off, p - off);
+
+		if (w > 0)
+			off += (size_t)w;
+		else if (pc->herr || perf_now_ns() > deadline)
+			return false;
+		else
+			vfe_guest_poll(&env.dp.g);
+	}
+	pc->sent += p;
+	/* The guest echoes: the bytes come back as the next part of the same stream. */
+	off = 0;
+	while (off < p) {
+		uint32_t avail;
+
+		vfe_guest_poll(&env.dp.g);
+		avail = vfe_guest_rx_avail(c);
+		if (avail) {
+			uint32_t o = c->fwd_cnt % c->buf_alloc;
+			uint32_t n = c->buf_alloc - o < avail ? c->buf_alloc - o : avail;
+			long w;
+
+			if (n > p - off)
+				n = (uint32_t)(p - off);
+			w = vfe_guest_send(&env.dp.g, c, c->rxq + o, n);
+			if (w > 0) {
+				vfe_guest_recv(&env.dp.g, c, NULL, (size_t)w);
+				off += (size_t)w;
+			}
+		}
+		if (perf_now_ns() > deadline)
+			return false;
+	}
+	while (got < p) {
+		long r = perf_host_recv(pc, p - got);
+
+		if (r > 0) {
+			got += (uint64_t)r;
+		} else {
+			vfe_guest_poll(&env.dp.g);
+			if (pc->herr || perf_now_ns() > deadline)
+				return false;
+		}
+	}
+	*rtt = perf_now_ns() - t0;
+	return true;
+}
+
+void perf_run_rr(struct result *r)
+{
+	unsigned int n = r->conns, i = 0, k;
+	uint64_t t0, t1, end, cnt = 0, deadline;
+	bool stalled = false;
+	struct perf_counters c0;
+
+	for (k = 0; k < 1000; k++) {
+		uint64_t rtt;
+
+		if (!rr_once(&pconns[k % n], r->payload, &rtt, perf_now_ns() + DRAIN_NS))
+			break;
+	}
+	window_begin(&c0);
+	t0 = perf_now_ns();
+	end = t0 + (uint64_t)(plan.secs * 1e9);
+	deadline = end + DRAIN_NS;
+	do {
+		if (!rr_once(&pconns[i++ % n], r->payload, &rtts[cnt], deadline)) {
+			stalled = true;
+			break;
+		}
+		cnt++;
+		t1 = perf_now_ns();
+	} while (t1 < end && cnt < RTT_MAX);
+	t1 = perf_now_ns();
+	window_end(r, &c0);
+	r->secs = (double)(t1 - t0) / 1e9;
+	r->msgs = cnt;
+	r->bytes = cnt * r->payload * 2;
+	r->mpps = (double)cnt / (double)(t1 - t0) * 1e3;
+	r->gbps = (double)r->bytes * 8 / (double)(t1 - t0);
+	if (cnt) {
+		qsort(rtts, cnt, sizeof(rtts[0]), cmp_u64);
+		r->p50 = rtts[cnt / 2] / 1e3;
+		r->p99 = rtts[(uint64_t)(cnt * 0.99)] / 1e3;
+		r->p999 = rtts[(uint64_t)(cnt * 0.999)] / 1e3;
+	}
+	verify(r, n);
+	if (stalled) {
+		r->ok = false;
+		snprintf(r->err, sizeof(r->err), "a round trip did not complete within %llu s "
+			 "(after %llu)", (unsigned long long)(DRAIN_NS / 1000000000u),
+			 (unsigned long long)cnt);
+	} else if (r->ok && cnt == 0) {
+		r->ok = false;
+		snprintf(r->err, sizeof(r->err), "no round trip completed");
+	}
+}

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The connections of a case, both ends: the guest's through the frontend's vfe_guest
+ * driver, the host's on a Unix socket of the app or on the native API, and the pattern
+ * each direction is checked against.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rte_mbuf.h>
+
+#include <vsock_pmd_native.h>
+
+#include "vsock_perf.h"
+
+static uint8_t rbuf[RECV_BUF];
+
+struct vfe_guest_conf perf_guest_conf(enum mode m, uint32_t payload)
+{
+	struct vfe_guest_conf gc = { 0 };
+
+	/* Guest -> host: one packet per payload. */
+	gc.tx_max_payload = payload;
+	/*
+	 * Host -> guest: rx buffers of exactly one header and one payload, so the app must
+	 * write one packet per payload: per-packet cost, not the host socket's coalescing.
+	 */
+	if (m != M_G2H)
+		gc.rx_buf_len = VFE_GUEST_HDR_LEN + payload;
+	return gc;
+}
+
+bool perf_stream_check(struct pconn *pc, const uint8_t *buf, size_t n)
+{
+	size_t i = 0;
+
+	while (pc->bad_at == UINT64_MAX && i < n) {
+		uint64_t off = pc->base + pc->rcvd + i;
+		size_t run = n - i;
+
+		if (run > PERF_PAT_RUN)
+			run = PERF_PAT_RUN;
+		if (memcmp(buf + i, perf_pat_at(off), run) != 0) {
+			size_t k = 0;
+
+			while (buf[i + k] == perf_pat_at(off)[k])
+				k++;
+			pc->bad_at = pc->rcvd + i + k;
+		}
+		i += run;
+	}
+	perf_csum_add(&pc->rx_sum, buf, n);
+	pc->rcvd += n;
+	return pc->bad_at == UINT64_MAX;
+}
+
+/* What the sender handed over is the pattern from its base: its checksum, computed apart. */
+uint64_t perf_sent_csum(const struct pconn *pc)
+{
+	struct perf_csum c;
+	uint64_t off = 0;
+
+	perf_csum_init(&c);
+	while (off < pc->sent) {
+		uint64_t n = pc->sent - off < PERF_PAT_RUN ? pc->sent - off : PERF_PAT_RUN;
+
+		perf_csum_add(&c, perf_pat_at(pc->base + off), n);
+		off += n;
+	}
+	return perf_csum_value(&c);
+}
+
+/* ---- the host end: a Unix socket of the app, or the native API in this process ---- */
+
+/*
+ * Native: offer the guest @p len bytes of the pattern from @p at, in NATIVE_SEG-byte mbufs
+ * (one burst at most). What the ring does not take stays held and is offered first next
+ * time, so @p at must then be where the held bytes start. Returns bytes taken.
+ */
+static long native_send(struct pconn *pc, uint64_t at, uint64_t len)
+{
+	unsigned int i, k;
+	long taken = 0;
+	int n;
+
+	if (pc->held_off == pc->nb_held) {
+		unsigned int nb = (unsigned int)RTE_MIN((len + NATIVE_SEG - 1) / NATIVE_SEG,
+							(uint64_t)NATIVE_BURST);
+
+		pc->nb_held = pc->held_off = 0;
+		if (nb == 0 || rte_pktmbuf_alloc_bulk(perf_native_pool(), pc->held, nb) != 0)
+			return 0;
+		for (i = 0; i < nb; i++) {
+			uint16_t l = (uint16_t)RTE_MIN(len - (uint64_t)i * NATIVE_SEG,
+						       (uint64_t)NATIVE_SEG);
+
+			/* The host program's one copy: the pattern into the mbuf. */
+			memcpy(rte_pktmbuf_mtod(pc->held[i], void *),
+			       perf_pat_at(at + (uint64_t)i * NATIVE_SEG), l);
+			pc->held[i]->data_len = l;
+			pc->held[i]->pkt_len = l;
+			pc->held_len[i] = l;
+		}
+		pc->nb_held = (uint16_t)nb;
+	}
+	n = vsock_native_send_burst(pc->h, pc->held + pc->held_off,
+				    (uint16_t)(pc->nb_held - pc->held_off));
+	if (n < 0) {
+		if (pc->herr == 0)
+			pc->herr = n;
+		return 0;
+	}
+	/* Taken mbufs are the library's now: their lengths were noted before. */
+	for (k = 0; k < (unsigned int)n; k++)
+		taken += pc->held_len[pc->held_off + k];
+	pc->held_off = (uint16_t)(pc->held_off + n);
+	return taken;
+}
+
+/* Native: take and check whatever the guest sent. Returns bytes. */
+static long native_recv(struct pconn *pc)
+{
+	struct rte_mbuf *m[NATIVE_BURST];
+	long got = 0;
+	int i, n;
+
+	do {
+		n = vsock_native_recv_burst(pc->h, m, NATIVE_BURST);
+		for (i = 0; i < n; i++) {
+			const struct rte_mbuf *seg;
+
+			for (seg = m[i]; seg != NULL; seg = seg->next) {
+				perf_stream_check(pc, rte_pktmbuf_mtod(seg, const uint8_t *),
+					     seg->data_len);
+				got += seg->data_len;
+			}
+		}
+		if (n > 0)
+			rte_pktmbuf_free_bulk(m, (unsigned int)n);
+	} while (n == NATIVE_BURST);
+	if (n < 0 && pc->herr == 0)
+		pc->herr = n;
+	return got;
+}
+
+/* Host end -> guest: up to @p len pattern bytes from stream offset @p at. Bytes taken. */
+long perf_host_send(struct pconn *pc, uint64_t at, uint64_t len)
+{
+	ssize_t w;
+
+	if (cur_host == H_NATIVE)
+		return native_send(pc, at, len);
+	w = send(pc->fd, perf_pat_at(at), len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return w > 0 ? w : 0;
+}
+
+/* Guest -> host end: read and check what arrived, at most @p max bytes. Bytes. */
+long perf_host_recv(struct pconn *pc, uint64_t max)
+{
+	long got = 0;
+
+	if (cur_host == H_NATIVE)
+		return native_recv(pc);
+	while ((uint64_t)got < max) {
+		ssize_t r = recv(pc->fd, rbuf, RTE_MIN((uint64_t)sizeof(rbuf), max - (uint64_t)got),
+				 MSG_DONTWAIT);
+
+		if (r <= 0)
+			break;
+		perf_stream_check(pc, rbuf, (size_t)r);
+		got += r;
+	}
+	return got;
+}
+
+/*
+ * Native: open one connection of a case. A guest's connect completes once we accept it,
+ * ours once the guest accepts.
+ */
+static int native_open(struct pconn *pc, enum mode m, int listener)
+{
+	if (m == M_H2G) {
+		pc->h = vsock_native_connect(DP_CID, PORT_H2G, VSOCK_NATIVE_STREAM);
+		if (pc->h < 0)
+			return pc->h;
+		DP_WAIT(&env.dp, (pc->gc = vfe_guest_accept(&env.dp.g)) != NULL, MS);
+		DP_WAIT(&env.dp, vsock_native_state(pc->h) == VSOCK_NATIVE_ESTABLISHED, MS);
+	} else {
+		pc->gc = vfe_guest_connect(&env.dp.g, m == M_G2H ? PORT_G2H : PORT_RR,
+					   VIRTIO_VSOCK_TYPE_STREAM);
+		if (pc->gc == NULL)
+			return -ENOMEM;
+		DP_WAIT(&env.dp, (pc->h = vsock_native_accept(listener)) != -EAGAIN, MS);
+		if (pc->h < 0)
+			return pc->h;
+		DP_WAIT(&env.dp, pc->gc->state == VFE_GC_ESTABLISHED, MS);
+	}
+	return vsock_native_state(pc->h) == VSOCK_NATIVE_ESTABLISHED ? 0 : -ECONNREFUSED;
+}
+
+int perf_open_conns(enum mode m, unsigned int n)
+{
+	unsigned int i;
+	int lfd = -1, nl = -1;
+
+	if (cur_host == H_NATIVE && m != M_H2G) {
+		nl = vsock_native_listen(DP_CID, m == M_G2H ? PORT_G2H : PORT_RR);
+		if (nl < 0)
+			return nl;
+	} else if (cur_host == H_NATIVE) {
+		vfe_guest_listen(&env.dp.g, PORT_H2G, true);
+	} else if (m == M_G2H || m == M_RR) {
+		lfd = dp_listen(&env.dp, m == M_G2H ? PORT_G2H : PORT_RR, SOCK_STREAM);
+		if (lfd < 0)
+			return lfd;
+	} else {
+		vfe_guest_listen(&env.dp.g, PORT_H2G, true);
+	}
+	for (i = 0; i < n; i++) {
+		struct pconn *pc = &pconns[i];
+		uint32_t hp;
+
+		memset(pc, 0, sizeof(*pc));
+		pc->fd = -1;
+		pc->h = -1;
+		pc->bad_at = UINT64_MAX;
+		pc->base = (uint64_t)i * 7919;
+		perf_csum_init(&pc->rx_sum);
+		if (cur_host == H_NATIVE) {
+			int rc = native_open(pc, m, nl);
+
+			if (rc < 0 || pc->gc == NULL || pc->gc->state != VFE_GC_ESTABLISHED) {
+				if (nl >= 0)
+					vsock_native_listen_close(nl);
+				return rc < 0 ? rc : -ECONNREFUSED;
+			}
+			continue;
+		}
+		if (m == M_H2G) {
+			pc->fd = dp_host_to_guest(&env.dp, PORT_H2G, &pc->gc, &hp, MS);
+		} else {
+			pc->gc = dp_guest_connect(&env.dp, m == M_G2H ? PORT_G2H : PORT_RR,
+						  VIRTIO_VSOCK_TYPE_STREAM, MS);
+			if (pc->gc && pc->gc->state == VFE_GC_ESTABLISHED)
+				pc->fd = dp_accept(&env.dp, lfd, MS);
+		}
+		if (pc->fd < 0 || pc->gc == NULL || pc->gc->state != VFE_GC_ESTABLISHED) {
+			if (lfd >= 0)
+				close(lfd);
+			return -ECONNREFUSED;
+		}
+	}
+	if (lfd >= 0)
+		close(lfd);
+	/* Connections accepted stay when their listener goes. */
+	if (nl >= 0)
+		vsock_native_listen_close(nl);
+	return 0;
+}
+
+/* Take what is left and say whether the connection is over (the guest sent its RST). */
+static bool guest_closed(struct vfe_guest_conn *c)
+{
+	vfe_guest_recv(&env.dp.g, c, NULL, vfe_guest_rx_avail(c));
+	return c->state == VFE_GC_CLOSED;
+}
+
+void perf_close_conns(unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct pconn *pc = &pconns[i];
+
+		if (pc->fd >= 0)
+			close(pc->fd);
+		pc->fd = -1;
+		if (pc->h >= 0) {
+			rte_pktmbuf_free_bulk(pc->held + pc->held_off,
+					      (unsigned int)(pc->nb_held - pc->held_off));
+			pc->nb_held = pc->held_off = 0;
+			vsock_native_close(pc->h);
+		}
+		pc->h = -1;
+	}
+	/* Host closes end every connection; the guest answers and forgets them. */
+	for (i = 0; i < n; i++) {
+		struct vfe_guest_conn *c = pconns[i].gc;
+
+		if (c == NULL)
+			continue;
+		DP_WAIT(&env.dp, guest_closed(c), MS);
+		vfe_guest_release(&env.dp.g, c);
+		pconns[i].gc = NULL;
+	}
+	vfe_guest_listen(&env.dp.g, PORT_H2G, false);
+}
+bool perf_all_received(unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (pconns[i].rcvd < pconns[i].sent || pconns[i].bad_at != UINT64_MAX)
+			return false;
+	return true;
+}
+
+uint64_t perf_total_rcvd(unsigned int n)
+{
+	uint64_t t = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		t += pconns[i].rcvd;
+	return t;
+}

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The backend's counters as vsock-perf reads them: its statistics over telemetry or the
+ * native API, perf stat of the worker's and this thread's syscalls in a window, and the
+ * instructions callgrind counts in it.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+
+#include "vsock_perf.h"
+
+/* The process whose worker is measured: the app, or this one. */
+pid_t perf_backend_pid(void)
+{
+	return cur_host == H_NATIVE ? getpid() : env.dp.app.pid;
+}
+
+static const char *run_dir(void)
+{
+	return cur_host == H_NATIVE ? perf_native_dir() : env.dp.app.dir;
+}
+
+/* ---- the backend's counters ---- */
+
+static uint64_t tel(const char *cmd, const char *path)
+{
+	return ops_tel_u64(&env, cmd, path);
+}
+
+void perf_counters_read(struct perf_counters *c)
+{
+	char cmd[32];
+	char json[OPS_TEL_MAX];
+	uint64_t v[8];
+	unsigned int i;
+	static const char *const keys[] = {
+		"rx.packets", "tx.packets", "rx.used_idx_flushes", "tx.used_idx_flushes",
+		"rx.interrupts", "tx.interrupts", "rx.kicks", "tx.kicks",
+	};
+
+	if (cur_host == H_NATIVE) {
+		perf_native_counters(DP_CID, c);
+		return;
+	}
+	memset(c, 0, sizeof(*c));
+	snprintf(cmd, sizeof(cmd), "/vsock/stats,%d", DP_CID);
+	if (ops_tel(&env, cmd, json, sizeof(json)) < 0)
+		return;
+	for (i = 0; i < 8; i++)
+		if (ops_json_u64(json, keys[i], &v[i]) < 0)
+			v[i] = 0;
+	c->vq_pkts = v[0] + v[1];
+	c->idx = v[2] + v[3];
+	c->irq = v[4] + v[5];
+	c->kicks = v[6] + v[7];
+	if (ops_json_u64(json, "from_guest_pkts", &c->from_guest) < 0)
+		c->from_guest = 0;
+	if (ops_json_u64(json, "to_guest_pkts", &c->to_guest) < 0)
+		c->to_guest = 0;
+	c->busy_cycles = tel("/vsock/lcores", "1.busy_cycles");
+	c->cycles_pkts = tel("/vsock/lcores", "1.cycles_pkts");
+	c->busy_rounds = tel("/vsock/lcores", "1.busy_polls");
+	/* tel() says UINT64_MAX when the app did not answer. */
+	c->ok = c->busy_cycles != UINT64_MAX && c->cycles_pkts != UINT64_MAX &&
+		c->busy_rounds != UINT64_MAX;
+}
+
+double perf_per(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0;
+}
+
+/* ---- syscalls of the worker and of this thread, counted by perf in the window ---- */
+
+/* perf stat of the worker thread, of this (client) thread. */
+static pid_t perf_pid[PS_NB] = { -1, -1 };
+static char perf_out[PS_NB][128];
+
+static int worker_tid(void)
+{
+	char dir[64], path[320], comm[32];
+	struct dirent *d;
+	DIR *dp;
+	int tid = -1;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)perf_backend_pid());
+	dp = opendir(dir);
+	if (dp == NULL)
+		return -1;
+	while (tid < 0 && (d = readdir(dp)) != NULL) {
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%.32s/comm", dir, d->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && strncmp(comm, "rte-worker-", 11) == 0)
+			tid = atoi(d->d_name);
+		fclose(f);
+	}
+	closedir(dp);
+	return tid;
+}
+
+void perf_syscalls_start(void)
+{
+	int tids[PS_NB] = { worker_tid(), (int)getpid() };
+	char not_epoll[32];
+	unsigned int i;
+
+	/*
+	 * The syscalls other than epoll_wait in a counter of their own: subtracting a
+	 * separate epoll_wait counter, enabled a moment apart, leaves thousands of an idle
+	 * worker's epoll_waits in the difference when perf is slow to start both.
+	 */
+	snprintf(not_epoll, sizeof(not_epoll), "id != %d", (int)SYS_epoll_wait);
+	for (i = 0; i < PS_NB; i++) {
+		char tid[16];
+
+		perf_pid[i] = -1;
+		if (!plan.syscalls || tids[i] < 0)
+			continue;
+		snprintf(tid, sizeof(tid), "%d", tids[i]);
+		snprintf(perf_out[i], sizeof(perf_out[i]), "%s/perf-syscalls-%u.txt", run_dir(),
+			 i);
+		perf_pid[i] = fork();
+		if (perf_pid[i] == 0) {
+			execlp("perf", "perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter",
+			       "--filter", not_epoll, "-e", "syscalls:sys_enter_epoll_wait", "-t",
+			       tid, "-o", perf_out[i], (char *)NULL);
+			_exit(127);
+		}
+	}
+	/* perf needs a moment to attach; what it misses is the window's first instant. */
+	if (perf_pid[PS_WORKER] > 0 || perf_pid[PS_CLIENT] > 0)
+		usleep(50000);
+}
+
+/*
+ * Syscalls of thread @p i in the window other than epoll_wait (in @p *epolls): an idle
+ * worker round asks the kernel for socket events every time, so those count idleness, not
+ * packets. -1: not measured.
+ */
+long perf_syscalls_stop(unsigned int i, long *epolls)
+{
+	char line[256];
+	long n = -1;
+	FILE *f;
+
+	*epolls = -1;
+	if (perf_pid[i] <= 0)
+		return -1;
+	kill(perf_pid[i], SIGINT);
+	waitpid(perf_pid[i], NULL, 0);
+	perf_pid[i] = -1;
+	f = fopen(perf_out[i], "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "raw_syscalls:sys_enter"))
+			n = atol(line);
+		else if (strstr(line, "sys_enter_epoll_wait"))
+			*epolls = atol(line);
+	}
+	fclose(f);
+	return n;
+}
+
+/* ---- callgrind: instructions per packet, of vsock_dev_poll and of the virtqueue code ---- */
+
+void perf_cg_cmd(const char *opt)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "callgrind_control %s %d >/dev/null 2>&1", opt,
+		 (int)env.dp.app.pid);
+	if (system(cmd) != 0)
+		fprintf(stderr, "vsock-perf: '%s' failed\n", cmd);
+}
+
+/*
+ * Instructions of the virtqueue code in a function list of callgrind_annotate (self cost):
+ * the functions of virtq*.c and what they inline (guest_mem.h's translation), and the code of
+ * virtq*.h inlined into the data path (completions, the layout dispatch). The header and
+ * payload copies out of a chain are not the ring's: the same on either layout.
+ */
+static bool cg_ring_code(const char *file, const char *fn)
+{
+	const char *base = strrchr(file, '/');
+
+	base = base ? base + 1 : file;
+	if (!strcmp(fn, "virtq_chain_read") || !strcmp(fn, "virtq_chain_write") ||
+	    !strcmp(fn, "pieces_copy"))
+		return false;
+	return !strncmp(base, "virtq", 5) || !strncmp(fn, "virtq_", 6);
+}
+
+/* "1,234,567" -> 1234567 */
+static double cg_num(const char *s)
+{
+	char num[32];
+	unsigned int j = 0;
+
+	for (; *s && j < sizeof(num) - 1; s++)
+		if (*s != ',')
+			num[j++] = *s;
+	num[j] = '\0';
+	return atof(num);
+}
+
+/*
+ * From the newest dump of the app: instructions under vsock_dev_poll (inclusive) in
+ * @p *poll, those of the virtqueue code alone (cg_ring_code()) in @p *ring, and the calls
+ * of vsock_dev_poll (worker rounds) in @p *rounds; -1 if absent.
+ */
+void perf_cg_read_ir(double *poll, double *ring, double *rounds)
+{
+	char cmd[640], line[512];
+	double calls = 0;
+	FILE *p;
+
+	*poll = *ring = *rounds = -1;
+	snprintf(cmd, sizeof(cmd),
+		 "f=$(ls -t ${VSOCK_PERF_CG_DIR:-.}/callgrind.out.%d* 2>/dev/null | head -1); "
+		 "[ -n \"$f\" ] && { callgrind_annotate --inclusive=yes --tree=caller --auto=no "
+		 "--threshold=100 \"$f\" | sed 's/^/I /'; callgrind_annotate --inclusive=no "
+		 "--auto=no --threshold=100 \"$f\" | sed 's/^/S /'; } 2>/dev/null",
+		 (int)env.dp.app.pid);
+	p = popen(cmd, "r");
+	if (p == NULL)
+		return;
+	/*
+	 * "S <count> (<share>%)  <file>:<function> [<object>]": self cost. The caller tree
+	 * ("I") has per function its callers, "<count> (<share>%)  < <file>:<caller> (<n>x)",
+	 * then the function, "<count> (<share>%)  *  <file>:<function>": inclusive cost.
+	 */
+	while (fgets(line, sizeof(line), p)) {
+		char num[32], mark[4], where[400], times[32], *fn;
+		int k;
+
+		k = sscanf(line + 2, "%31s (%*[^)]) %3s %399s (%31[0-9,]x)", num, mark, where,
+			   times);
+		if (k < 2 || num[0] < '0' || num[0] > '9')
+			continue;
+		if (line[0] == 'I' && k == 4 && !strcmp(mark, "<")) {
+			calls += cg_num(times);
+			continue;
+		}
+		if (line[0] == 'S') {
+			/* No mark in the flat list: the word after the share is the place. */
+			if (sscanf(line + 2, "%*s (%*[^)]) %399s", where) != 1)
+				continue;
+		} else if (k < 3 || strcmp(mark, "*")) {
+			calls = 0;
+			continue;
+		}
+		fn = strrchr(where, ':');
+		if (fn == NULL) {
+			calls = 0;
+			continue;
+		}
+		*fn++ = '\0';
+		if (line[0] == 'I' && *poll < 0 && !strcmp(fn, "vsock_dev_poll")) {
+			*poll = cg_num(num);
+			*rounds = calls;
+		} else if (line[0] == 'S' && cg_ring_code(where, fn)) {
+			*ring = (*ring < 0 ? 0 : *ring) + cg_num(num);
+		}
+		calls = 0;
+	}
+	pclose(p);
+}
+
+/*
+ * After a case, its connections open and nothing moving: what a round that finds nothing
+ * costs, from a dump of such rounds alone. The window's rounds that moved nothing (the
+ * worker spins while this process waits for callgrind_control, or is descheduled) are then
+ * taken out of its figures: what remains is the cost of moving packets.
+ */
+void perf_cg_busy_only(struct result *r)
+{
+	double ir, ring, rounds, idle;
+
+	if (r->cg_ir < 0 || r->cg_rounds < 0 || r->vq_pkts == 0)
+		return;
+	r->ir_all_pkt = r->cg_ir / (double)r->vq_pkts;
+	perf_cg_cmd("-z");
+	usleep(300000);
+	perf_cg_cmd("-d");
+	perf_cg_read_ir(&ir, &ring, &rounds);
+	if (ir < 0 || rounds <= 0)
+		return;
+	idle = RTE_MAX(r->cg_rounds - (double)r->busy_rounds, 0.0);
+	r->idle_round_ir = ir / rounds;
+	r->ir_pkt = (r->cg_ir - idle * r->idle_round_ir) / (double)r->vq_pkts;
+	if (r->cg_ring >= 0)
+		r->ring_ir_pkt = (r->cg_ring - idle * RTE_MAX(ring, 0.0) / rounds) /
+				 (double)r->vq_pkts;
+}

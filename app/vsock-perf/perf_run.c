@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A variant's run: its backend started (the app, or the engine in this process), the
+ * frontend attached, every case of the plan on it, and the backend stopped.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vsock_pmd.h>
+
+#include "vsock_perf.h"
+
+long rss_default_kib = -1;
+
+/* @p field of the app's /proc status: "VmRSS:", or "RssAnon:" (without the guest's memory). */
+static long app_rss_kib(const char *field)
+{
+	char path[64], line[128];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)perf_backend_pid());
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, field, strlen(field)) == 0)
+			kib = atol(line + strlen(field));
+	fclose(f);
+	return kib;
+}
+
+/*
+ * The frontend and its guest driver on the backend's socket, with the variant's ring layout
+ * (dp_attach_quiet() would take it from VFE_RING and print a TAP line per attach).
+ */
+static int attach(const struct vfe_vsock_conf *vc, const struct vfe_guest_conf *gc,
+		  struct result *r)
+{
+	int rc = vfe_vsock_attach(&env.dp.v, env.dp.sock, vc);
+
+	if (rc < 0) {
+		snprintf(r->err, sizeof(r->err), "attach: %s: %.100s", strerror(-rc),
+			 env.dp.v.conn.err);
+		return rc;
+	}
+	rc = vfe_guest_init(&env.dp.g, &env.dp.v, gc);
+	if (rc < 0) {
+		snprintf(r->err, sizeof(r->err), "guest driver: %s", strerror(-rc));
+		vfe_guest_fini(&env.dp.g);
+		vfe_vsock_close(&env.dp.v);
+		return rc;
+	}
+	env.dp.attached = true;
+	return 0;
+}
+
+/*
+ * Whether the engine polls the guest: until then a host connect is refused (a VM no
+ * worker polls has no guest to answer it), so a case waits for it. In the process for the
+ * native host end, through telemetry for the app's.
+ */
+static bool vm_running(void)
+{
+	struct vsock_pmd_vm_info info;
+	char path[32];
+
+	if (cur_host == H_NATIVE)
+		return vsock_pmd_vm_info_get(0, &info) == 0 && info.running;
+	snprintf(path, sizeof(path), "%d.running", DP_CID);
+	return ops_tel_u64(&env, "/vsock/vms", path) == 1;
+}
+
+static void run_case(struct result *r)
+{
+	bool packed = plan.variants[r->variant].ring == R_PACKED;
+	struct vfe_vsock_conf vc = { .ring_size = plan.ring, .mem = { .size = 64u << 20 },
+				     .packed = packed };
+	struct vfe_guest_conf gc = perf_guest_conf(r->mode, r->payload);
+	char cmd[64];
+	long rss0;
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "set burst %u", r->burst);
+	if (cur_host == H_NATIVE ? vsock_pmd_set_burst(r->burst) < 0 :
+	    !ops_cmd(&env, cmd, "Burst size set", MS, NULL)) {
+		snprintf(r->err, sizeof(r->err), "the app refused '%s'", cmd);
+		return;
+	}
+	if (attach(&vc, &gc, r) < 0)
+		return;
+	/* A case labelled packed must have run on packed rings: the JSON says so. */
+	if (env.dp.v.vq[0].packed != packed ||
+	    !!(env.dp.v.features & (1ULL << VIRTIO_F_RING_PACKED)) != packed) {
+		snprintf(r->err, sizeof(r->err), "asked for %s rings, features %#llx",
+			 ring_name[packed], (unsigned long long)env.dp.v.features);
+		dp_detach(&env.dp);
+		return;
+	}
+	/* The engine takes the device over asynchronously; connect refuses until then. */
+	if (!DP_WAIT(&env.dp, vm_running(), MS)) {
+		snprintf(r->err, sizeof(r->err), "the engine did not start polling the guest");
+		dp_detach(&env.dp);
+		return;
+	}
+	if (!plan.guest_irq) {
+		unsigned int q;
+
+		/*
+		 * A polling guest wants no interrupts. Split: used_event parked a full lap
+		 * behind, so the app signals once per 65536 entries at most. Packed: the
+		 * driver event structure says DISABLE, as Linux's virtqueue_disable_cb() does
+		 * (an off_wrap behind would come round again every two laps of the ring).
+		 */
+		for (q = 0; q < VFE_VSOCK_NQ; q++) {
+			struct vfe_vq *vq = &env.dp.v.vq[q];
+
+			vq->track_used_event = false;
+			if (vq->packed)
+				vfe_vq_set_no_interrupt(vq, true);
+			else
+				vfe_vq_set_used_event(vq, (uint16_t)(vq->last_used - 1));
+		}
+	}
+	/* Anonymous memory only: the guest's memory the app writes into is shared, not its own. */
+	rss0 = app_rss_kib("RssAnon:");
+	rc = perf_open_conns(r->mode, r->conns);
+	r->rss_per_conn = (double)(app_rss_kib("RssAnon:") - rss0) * 1024 / r->conns;
+	if (rc < 0) {
+		snprintf(r->err, sizeof(r->err), "%u connections: %s", r->conns, strerror(-rc));
+	} else if (r->mode == M_RR) {
+		perf_run_rr(r);
+	} else {
+		perf_run_stream(r);
+	}
+	if (plan.callgrind && rc >= 0)
+		perf_cg_busy_only(r);
+	perf_close_conns(r->conns);
+	dp_detach(&env.dp);
+}
+
+/* The backend of variant @p v: the app in its process, or the engine in this one. */
+static bool backend_start(const struct variant *var)
+{
+	int rc;
+
+	cur_host = var->host;
+	if (cur_host == H_NATIVE) {
+		memset(&env, 0, sizeof(env));
+		rc = perf_native_start(DP_CID, plan.bursts[0], var->per_entry, var->notify,
+				       env.dp.sock, sizeof(env.dp.sock));
+		if (rc < 0) {
+			fprintf(stderr, "vsock-perf: vsock_pmd_start: %s\n", strerror(-rc));
+			return false;
+		}
+		return true;
+	}
+	if (ops_start(&env, false, true, var->args) < 0)
+		return false;
+	perf_pin(0);
+	if (!ops_cmd(&env, "set record-core-cycles on", "record-core-cycles on", MS, NULL))
+		fprintf(stderr, "vsock-perf: no cycle counts (record-core-cycles refused)\n");
+	return true;
+}
+
+static bool backend_stop(void)
+{
+	if (cur_host == H_NATIVE) {
+		unsigned int lost = perf_native_stop();
+
+		if (lost)
+			fprintf(stderr, "vsock-perf: %u host mbufs did not come back\n", lost);
+		native_lost += lost;
+		return lost == 0;
+	}
+	return ops_stop(&env) >= 0;
+}
+
+bool perf_run_variant(unsigned int v, unsigned int rep)
+{
+	unsigned int m, p, b, c;
+
+	if (!backend_start(&plan.variants[v])) {
+		fprintf(stderr, "vsock-perf: cannot start the backend for variant %s\n",
+			plan.variants[v].name);
+		return false;
+	}
+	/* The app's own figure: the native host end's process is the benchmark too. */
+	if (v == 0 && rep == 0 && cur_host == H_UDS)
+		rss_default_kib = app_rss_kib("VmRSS:");
+	for (m = 0; m < M_NB; m++) {
+		if (!plan.modes[m])
+			continue;
+		for (p = 0; p < plan.nb_payloads; p++)
+			for (b = 0; b < plan.nb_bursts; b++)
+				for (c = 0; c < plan.nb_conns && nb_results < MAX_RESULTS; c++) {
+					struct result *r = &results[nb_results++];
+
+					memset(r, 0, sizeof(*r));
+					r->variant = v;
+					r->rep = rep;
+					r->mode = m;
+					r->payload = plan.payloads[p];
+					r->burst = plan.bursts[b];
+					r->conns = plan.conns[c];
+					r->sys_pkt = -1;
+					r->csys_pkt = -1;
+					r->csys = -1;
+					r->epoll_pkt = -1;
+					r->ir_pkt = -1;
+					r->ring_ir_pkt = -1;
+					r->ir_all_pkt = -1;
+					r->idle_round_ir = -1;
+					r->cg_ir = -1;
+					r->cg_ring = -1;
+					r->cg_rounds = -1;
+					run_case(r);
+					fprintf(stderr, "  %-9s rep %u %-3s %6u B burst %3u "
+						"conns %4u: %8.3f Mpps %7.2f Gbit/s%s%s\n",
+						plan.variants[v].name, rep, mode_name[m],
+						r->payload, r->burst, r->conns, r->mpps, r->gbps,
+						r->ok ? "" : "  FAILED: ", r->ok ? "" : r->err);
+				}
+	}
+	if (v == 0 && rep == 0 && cur_host == H_UDS && rss_default_kib >= 0) {
+		long now = app_rss_kib("VmRSS:");
+
+		if (now > rss_default_kib)
+			rss_default_kib = now;
+	}
+	return backend_stop();
+}

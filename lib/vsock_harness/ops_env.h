@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The operator environment of the tests and vsock-perf: the app started with its
+ * console on a pipe and its own telemetry socket (--file-prefix), console commands
+ * with their answers awaited in the app's log, and telemetry queries with a minimal JSON lookup. The guest side is the
+ * datapath environment (dp_env.h: frontend + vfe_guest driver).
+ */
+#ifndef VSOCK_HARNESS_OPS_ENV_H
+#define VSOCK_HARNESS_OPS_ENV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dp_env.h"
+
+/** Telemetry replies are at most this long (DPDK 22.11's output buffer). */
+#define OPS_TEL_MAX 16384
+
+struct ops_env {
+	struct dp_env dp;
+	char prefix[48];	/* --file-prefix, unique per test process */
+	char sock5[128];	/* a second VM (CID 5) when started with two */
+};
+
+/**
+ * Start the app with VM 3 (and VM 5 if @p two_vms), --file-prefix, and the extra
+ * application options @p extra (NULL-terminated, may be NULL). @p console: -i with stdin
+ * on a pipe. Returns 0 or -1 (the log is printed).
+ */
+int ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *extra);
+
+/** SIGTERM the app, clean up; its wait status. */
+int ops_stop(struct ops_env *o);
+
+/** Run the test's thread on CPU 0, off the one the app's worker spins on. */
+void ops_pin_off_worker(void);
+
+/** Bytes in the app's log so far: the start of what a command prints next. */
+long ops_log_mark(const struct ops_env *o);
+
+/** Whether the log, from @p mark on, contains @p needle. */
+bool ops_log_has(const struct ops_env *o, long mark, const char *needle);
+
+/** How many times @p needle appears in the log from @p mark on. */
+unsigned int ops_log_count(const struct ops_env *o, long mark, const char *needle);
+
+/**
+ * Type @p cmd on the console and wait (polling the guest if attached) up to @p ms for
+ * @p expect in what follows. Returns whether it appeared; its mark goes to @p mark_out.
+ */
+bool ops_cmd(struct ops_env *o, const char *cmd, const char *expect, unsigned int ms,
+		long *mark_out);
+
+/** Run one telemetry command: the JSON reply in @p out, 0 or -errno. */
+int ops_tel(const struct ops_env *o, const char *cmd, char *out, size_t len);
+
+/**
+ * The number at @p path ("from_guest_pkts", "tx.packets", "conns.6000_5000.from_guest_bytes")
+ * in @p json: each dotted part is looked up after the previous one. 0, or -ENOENT.
+ */
+int ops_json_u64(const char *json, const char *path, uint64_t *v);
+
+/** The string at @p path, copied into @p out. 0, or -ENOENT. */
+int ops_json_str(const char *json, const char *path, char *out, size_t len);
+
+/** Telemetry @p cmd, then the number at @p path; UINT64_MAX if anything failed. */
+uint64_t ops_tel_u64(const struct ops_env *o, const char *cmd, const char *path);
+
+/** The runtime directory of the app's --file-prefix (where its telemetry socket is). */
+void ops_runtime_dir(const struct ops_env *o, char *buf, size_t len);
+
+#endif /* VSOCK_HARNESS_OPS_ENV_H */
