@@ -19,6 +19,8 @@
 extern "C" {
 #endif
 
+/** The host's CID (VMADDR_CID_HOST): hybrid vsock sockets and native programs are behind it. */
+#define VSOCK_HOST_CID		2u
 #define VSOCK_HDR_SIZE		((uint32_t)sizeof(struct virtio_vsock_hdr))
 /** Largest payload one packet may carry (VIRTIO_VSOCK_MAX_PKT_BUF_SIZE). */
 #define VSOCK_PKT_MAX_PAYLOAD	(64u * 1024)
