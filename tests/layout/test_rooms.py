@@ -35,6 +35,9 @@ OUTSIDE = {
 	'vsock_frontend': set(),
 	'vsock_harness': {'vsock_frontend'},
 }
+# The protocol sees the endpoints through their facade only: these headers of endpoint/,
+# and of the endpoint room's symbols only those the facade declares.
+FACADE = {'proto': ('endpoint', {'ep.h', 'ep_queue.h'}, 'ep.h')}
 # The library's own assembly, beside the rooms.
 TOP_FILES = {'meson.build', 'version.c', 'version.map', 'README.md'}
 
@@ -139,6 +142,15 @@ def main():
 		check(not bad, f'{name}/ includes only itself, '
 			+ ''.join(f'{o}/, ' for o in sorted(OUTSIDE[name])) + 'and include/', bad)
 
+	for room, (other, headers, _) in sorted(FACADE.items()):
+		bad = []
+		for f in rooms.get(room, ()):
+			with open(os.path.join(lib, room, f), encoding='utf-8') as src:
+				for inc in INCLUDE.findall(src.read()):
+					if home.get(os.path.basename(inc)) == other and inc not in headers:
+						bad.append(f'{room}/{f}: #include "{inc}"')
+		check(not bad, f'{room}/ includes of {other}/ only ' + ', '.join(sorted(headers)), bad)
+
 	# Who defines what, from the room libraries: a room's undefined symbol defined in
 	# another room is a call (or a reference) across rooms.
 	defined = {}
@@ -168,6 +180,14 @@ def main():
 			if sym in defined and defined[sym] != room
 			and defined[sym] not in uses and sym not in uses})
 		check(not bad, f'{room}/ calls only into the rooms it may use', bad)
+	for room, (other, _, header) in sorted(FACADE.items()):
+		if room not in archives:
+			continue
+		with open(os.path.join(lib, other, header), encoding='utf-8') as src:
+			declared = set(re.findall(r'\b(\w+)\s*\(', src.read()))
+		bad = sorted({f'{obj} uses {sym}' for obj, sym in undefined[room]
+			if defined.get(sym) == other and sym not in declared})
+		check(not bad, f'{room}/ calls into {other}/ only through {header}', bad)
 
 	# Files that use each other, directly or round a longer circle, are one job cut in two.
 	uses = {}

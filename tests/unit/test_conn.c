@@ -19,30 +19,17 @@
 #include <rte_mbuf.h>
 
 #include "conn.h"
+#include "conn_guest.h"
 #include "ep_uds.h"
 #include "tap.h"
 #include "vsock_pkt.h"
 
-#define GUEST_CID 3
-#define HOST_CID 2
 #define BUF_ALLOC (256 * 1024)
-#define GUEST_BUF (64 * 1024)	/* the guest's buf_alloc in our headers */
-#define STREAM VIRTIO_VSOCK_TYPE_STREAM
-#define SEQPACKET VIRTIO_VSOCK_TYPE_SEQPACKET
 
 static char dir[64];
 static char uds[80];
 static int listen_fd = -1;
 static struct rte_mempool *pool;
-
-/* What a guest received: one rx buffer. */
-struct gpkt {
-	struct vsock_hdr h;
-	uint32_t n;		/* bytes written into the buffer */
-	uint8_t data[VSOCK_PKT_MAX_PAYLOAD];
-};
-
-static struct gpkt g;
 
 static uint64_t now(void)
 {
@@ -55,73 +42,6 @@ static void pump(struct conn_table *t)
 
 	for (i = 0; i < 4; i++)
 		conn_poll_host(t, now(), 256);
-}
-
-/* One guest tx packet; the payload handed over in two pieces to exercise the split. */
-static int guest_send_full(struct conn_table *t, uint16_t op, uint16_t type, uint32_t gport,
-			   uint32_t hport, uint32_t flags, const void *data, uint32_t len,
-			   uint32_t buf_alloc, uint32_t fwd_cnt, uint64_t src_cid, uint64_t dst_cid)
-{
-	const struct vsock_flow f = {
-		.src_cid = src_cid, .dst_cid = dst_cid, .src_port = gport, .dst_port = hport,
-		.type = type,
-	};
-	struct virtio_vsock_hdr raw;
-	struct vsock_hdr h;
-	struct iovec iov[2];
-	uint32_t half = len / 3;
-
-	vsock_pkt_build(&h, &f, op, len, flags, buf_alloc, fwd_cnt);
-	vsock_pkt_encode(&h, &raw);
-	iov[0].iov_base = (void *)(uintptr_t)data;
-	iov[0].iov_len = half;
-	iov[1].iov_base = (uint8_t *)(uintptr_t)data + half;
-	iov[1].iov_len = len - half;
-	return conn_from_guest(t, &raw, iov, len ? 2 : 0);
-}
-
-static int guest_send(struct conn_table *t, uint16_t op, uint16_t type, uint32_t gport,
-		      uint32_t hport, uint32_t flags, const void *data, uint32_t len,
-		      uint32_t fwd_cnt)
-{
-	return guest_send_full(t, op, type, gport, hport, flags, data, len, GUEST_BUF, fwd_cnt,
-			       GUEST_CID, HOST_CID);
-}
-
-/* Fill one guest rx buffer of @cap bytes (header split over two pieces). 1 if one came. */
-static int guest_recv(struct conn_table *t, size_t cap)
-{
-	static uint8_t buf[VSOCK_HDR_SIZE + VSOCK_PKT_MAX_PAYLOAD];
-	struct iovec iov[2] = {
-		{ .iov_base = buf, .iov_len = 20 },
-		{ .iov_base = buf + 20, .iov_len = cap - 20 },
-	};
-
-	memset(buf, 0xa5, cap);
-	g.n = conn_to_guest(t, iov, 2);
-	if (g.n == 0)
-		return 0;
-	vsock_pkt_parse(buf, VSOCK_HDR_SIZE, &g.h);
-	memcpy(g.data, buf + VSOCK_HDR_SIZE, g.n - VSOCK_HDR_SIZE);
-	return 1;
-}
-
-static int is_pkt(uint16_t op, uint32_t gport, uint32_t hport, uint16_t type, uint32_t len,
-		  uint32_t flags)
-{
-	return g.h.op == op && g.h.src_cid == HOST_CID && g.h.dst_cid == GUEST_CID &&
-	       g.h.src_port == hport && g.h.dst_port == gport && g.h.type == type &&
-	       g.h.len == len && g.h.flags == flags && g.n == VSOCK_HDR_SIZE + len;
-}
-
-/* Drain everything owed to the guest; returns the number of packets. */
-static int guest_drain(struct conn_table *t)
-{
-	int n = 0;
-
-	while (guest_recv(t, sizeof(g.data)))
-		n++;
-	return n;
 }
 
 static int wait_fd(int fd, short ev)
@@ -321,7 +241,7 @@ static void test_bad_packets(struct conn_table *t)
 	       st->proto_err[CONN_ERR_NO_CONN] == 1, "RW without connection -> RST, counted");
 	guest_send(t, VIRTIO_VSOCK_OP_RST, STREAM, 6000, 77, 0, NULL, 0, 0);
 	tap_ok(!conn_has_output(t), "RST without connection gets no answer");
-	tap_ok(conn_count(t) == 0 && st->rx_pkts >= 6, "no connection created by any of them");
+	tap_ok(conn_count(t) == 0 && st->from_guest_pkts >= 6, "no connection created by any of them");
 }
 
 static void test_host_connect(struct conn_table *t)

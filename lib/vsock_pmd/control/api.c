@@ -85,12 +85,12 @@ static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 
 	memset(st, 0, sizeof(*st));
 	st->cid = dev->conf.cid;
-	st->from_guest_pkts = rd(&cs->rx_pkts);
-	st->from_guest_bytes = rd(&cs->rx_bytes);
-	st->to_guest_pkts = rd(&cs->tx_pkts);
-	st->to_guest_bytes = rd(&cs->tx_bytes);
-	st->host_read_bytes = rd(&cs->host_rx_bytes);
-	st->host_written_bytes = rd(&cs->host_tx_bytes);
+	st->from_guest_pkts = rd(&cs->from_guest_pkts);
+	st->from_guest_bytes = rd(&cs->from_guest_bytes);
+	st->to_guest_pkts = rd(&cs->to_guest_pkts);
+	st->to_guest_bytes = rd(&cs->to_guest_bytes);
+	st->host_read_bytes = rd(&cs->host_read_bytes);
+	st->host_written_bytes = rd(&cs->host_written_bytes);
 	st->conns_opened = rd(&cs->conns_opened);
 	st->conns_closed = rd(&cs->conns_closed);
 	st->conns_reset = rd(&cs->conns_reset);

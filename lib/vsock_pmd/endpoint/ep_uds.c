@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unix socket side of hybrid vsock: connect, accept, the CONNECT line and the OK reply.
- * doc/hybrid-vsock.md describes the convention and why we answer the way we do.
+ * Unix socket side of hybrid vsock: connect, accept, the CONNECT line and the OK reply, and
+ * the bytes of a socket endpoint (ep.h) both ways. doc/hybrid-vsock.md describes the
+ * convention and why we answer the way we do.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +12,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <rte_common.h>
+#include <rte_mbuf.h>
+
+#include "ep.h"
 #include "ep_uds.h"
 
 static int fill_addr(struct sockaddr_un *sa, const char *path)
@@ -132,4 +137,130 @@ int ep_uds_line_read(int fd, struct ep_uds_line *l, uint32_t *port, size_t *line
 size_t ep_uds_format_ok(char *buf, uint32_t port)
 {
 	return (size_t)snprintf(buf, EP_UDS_OK_MAX, "OK %u\n", port);
+}
+
+/* ---- the bytes of a socket endpoint (ep.h) ---- */
+
+ssize_t ep_sock_writev(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
+{
+	struct msghdr mh = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = n };
+	ssize_t w;
+
+	do {
+		w = sendmsg(e->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (w < 0 && errno == EINTR);
+	if (w < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			e->ev &= ~EP_WRITABLE;
+			return 0;
+		}
+		return errno == EMSGSIZE ? -EMSGSIZE : -EIO;
+	}
+	/* Full: the next bytes wait for EPOLLOUT. */
+	if ((size_t)w < len)
+		e->ev &= ~EP_WRITABLE;
+	return w;
+}
+
+int ep_sock_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held, uint32_t *moved)
+{
+	bool whole_msg = e->caps & EP_CAP_WHOLE_MSG;
+
+	while (q->bytes && (e->ev & EP_WRITABLE)) {
+		unsigned int cnt = 0;
+		struct rte_mbuf *m;
+		bool whole = !whole_msg;
+		size_t want = 0;
+		ssize_t n;
+
+		for (m = q->head; m && cnt < io->n; m = m->next) {
+			io->iov[cnt].iov_base = rte_pktmbuf_mtod(m, void *);
+			io->iov[cnt++].iov_len = m->data_len;
+			want += m->data_len;
+			/* SEQPACKET: exactly one complete message per sendmsg(). */
+			if (m->packet_type & EP_RING_EOM) {
+				whole = true;
+				break;
+			}
+		}
+		if (!whole)
+			break;	/* the rest of the message is still in the guest */
+		n = ep_sock_writev(e, io->iov, cnt, want);
+		if (n < 0)
+			return (int)n;
+		mq_consume(q, (uint32_t)n, held);
+		*moved += (uint32_t)n;
+	}
+	return 0;
+}
+
+ssize_t ep_sock_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held,
+		     uint32_t want, uint32_t max_mbufs)
+{
+	bool whole = e->caps & EP_CAP_WHOLE_MSG;
+	struct msghdr mh = { .msg_iov = io->iov };
+	uint32_t nb, i, left;
+	ssize_t n;
+
+	nb = (want + io->room - 1) / io->room;
+	if (nb > io->n)
+		nb = io->n;
+	if (!whole && nb > max_mbufs) {
+		nb = max_mbufs;
+		want = nb * io->room;
+	}
+	if (rte_pktmbuf_alloc_bulk(io->pool, io->mbufs, nb) != 0) {
+		/* A stream can make progress with a single mbuf; a message needs all. */
+		nb = 1;
+		if (whole || rte_pktmbuf_alloc_bulk(io->pool, io->mbufs, nb) != 0)
+			return -ENOBUFS;
+		want = RTE_MIN(want, io->room);
+	}
+	for (i = 0, left = want; i < nb; i++) {
+		io->iov[i].iov_base = rte_pktmbuf_mtod(io->mbufs[i], void *);
+		io->iov[i].iov_len = RTE_MIN(left, io->room);
+		left -= (uint32_t)io->iov[i].iov_len;
+	}
+	mh.msg_iovlen = nb;
+	do {
+		n = recvmsg(e->fd, &mh, MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0 || (whole && (mh.msg_flags & MSG_TRUNC))) {
+		rte_pktmbuf_free_bulk(io->mbufs, nb);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			e->ev &= ~EP_READABLE;
+			return 0;
+		}
+		return n < 0 ? -EIO : -EMSGSIZE;
+	}
+	/*
+	 * 0 is the end of the stream; on SEQPACKET it can also be an empty message, which vsock
+	 * cannot carry: only the hang-up edge tells them apart.
+	 */
+	if (n == 0 && (!whole || (e->ev & (EP_RDHUP | EP_HUP)))) {
+		rte_pktmbuf_free_bulk(io->mbufs, nb);
+		e->ev = (uint16_t)((e->ev | EP_EOF) & ~EP_READABLE);
+		return 0;
+	}
+	for (i = 0, left = (uint32_t)n; i < nb; i++) {
+		struct rte_mbuf *m = io->mbufs[i];
+
+		if (left == 0) {
+			rte_pktmbuf_free_seg(m);
+			continue;
+		}
+		m->data_len = (uint16_t)RTE_MIN(left, io->room);
+		m->pkt_len = m->data_len;
+		left -= m->data_len;
+		if (whole && left == 0)
+			m->packet_type = EP_RING_EOM | EP_RING_EOR;
+		mq_push(q, m, held);
+	}
+	/*
+	 * A short stream read emptied the socket: the next bytes bring a new edge. An end of
+	 * stream already signalled brings none, so keep reading until it shows as 0.
+	 */
+	if (!whole && (uint32_t)n < want && !(e->ev & (EP_RDHUP | EP_HUP)))
+		e->ev &= ~EP_READABLE;
+	return n;
 }

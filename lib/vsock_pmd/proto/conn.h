@@ -3,8 +3,9 @@
 #define VSOCK_PMD_CONN_H
 
 /**
- * The vsock connection table of one device: the per-connection state machine, credit
- * accounting both ways, and the hybrid Unix socket endpoint behind it (ep_uds.h).
+ * The vsock connection table of one device: the per-connection state machine and credit
+ * accounting both ways, between the guest's packets and the host ends (endpoint/ep.h:
+ * hybrid vsock sockets, pipes to other guests and native programs).
  *
  * One table belongs to one device and is used by one lcore at a time: no call takes a lock.
  * The polling worker drives it with three calls:
@@ -117,10 +118,10 @@ struct conn_stats {
 	uint64_t proto_err[CONN_ERR_MAX];
 	uint64_t rst_dropped;		/* RST for a packet without connection lost: queue full */
 	uint64_t pool_empty;		/* no mbuf: mempool or the table's quota used up */
-	uint64_t rx_pkts, rx_bytes;	/* guest -> host: packets taken, payload bytes */
-	uint64_t tx_pkts, tx_bytes;	/* host -> guest: packets written, payload bytes */
-	uint64_t host_rx_bytes;		/* read from host sockets */
-	uint64_t host_tx_bytes;		/* written to host sockets (guest data) */
+	uint64_t from_guest_pkts, from_guest_bytes;	/* packets taken, payload bytes */
+	uint64_t to_guest_pkts, to_guest_bytes;		/* packets written, payload bytes */
+	uint64_t host_read_bytes;	/* read from host ends */
+	uint64_t host_written_bytes;	/* written to host ends (guest data) */
 };
 
 /** Fill @p conf with the defaults; the caller still sets guest_cid, uds_path, listen_fd, pool. */
