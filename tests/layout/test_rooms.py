@@ -191,7 +191,7 @@ def main():
 
 	# Files that use each other, directly or round a longer circle, are one job cut in two.
 	uses = {}
-	for room in archives:
+	for room in (r for r in archives if r in USES):
 		for obj, sym in undefined[room]:
 			there = defined_in.get(sym)
 			here = source_of(room, obj)

@@ -20,8 +20,6 @@
 extern "C" {
 #endif
 
-/** The host's CID (VMADDR_CID_HOST): hybrid vsock sockets and native programs are behind it. */
-#define VSOCK_HOST_CID		2u
 #define VSOCK_HDR_SIZE		((uint32_t)sizeof(struct virtio_vsock_hdr))
 /** The host's CID: the guests' peer on hybrid vsock and native connections. */
 #define VSOCK_HOST_CID		((uint64_t)VMADDR_CID_HOST)

@@ -36,6 +36,7 @@
 #include "conn.h"
 #include "datapath.h"
 #include "device.h"
+#include "ep_route.h"
 #include "ep_sibling.h"
 #include "ep_uds.h"
 #include "log.h"
