@@ -18,7 +18,7 @@
 #include <rte_ring.h>
 
 #include "conn.h"
-#include "ep_ring.h"
+#include "ep_pipe.h"
 #include "tap.h"
 #include "vsock_pkt.h"
 
@@ -325,7 +325,7 @@ int main(int argc, char **argv)
 				     (int)rte_socket_id());
 	in_a = rte_ring_create("sib_in_a", 256, (int)rte_socket_id(), RING_F_SC_DEQ);
 	in_b = rte_ring_create("sib_in_b", 256, (int)rte_socket_id(), RING_F_SC_DEQ);
-	tap_ok(mp && in_a && in_b && ep_ring_pool_init(128, 256, (int)rte_socket_id()) == 0,
+	tap_ok(mp && in_a && in_b && ep_pipe_pool_init(128, 256, (int)rte_socket_id()) == 0,
 	       "mempool, incoming rings and ring pool");
 	ta = table(CID_A, in_a, mp);
 	tb = table(CID_B, in_b, mp);
@@ -340,7 +340,7 @@ int main(int argc, char **argv)
 	}
 	conn_table_destroy(ta);
 	conn_table_destroy(tb);
-	ep_ring_pool_fini();
+	ep_pipe_pool_fini();
 	tap_ok(mp && rte_mempool_avail_count(mp) == 8191, "every mbuf back in the pool (%u)",
 	       mp ? rte_mempool_avail_count(mp) : 0);
 	return tap_done();

@@ -49,7 +49,7 @@ static struct rte_ring *route_to;
 
 static struct fake_end *end_of(const struct ep *e)
 {
-	int i = e->kind == EP_PIPE ? (int)(uintptr_t)e->ring - 1 : e->fd - 1;
+	int i = e->kind == EP_PIPE ? (int)(uintptr_t)e->pipe - 1 : e->fd - 1;
 
 	return i >= 0 && i < ENDS ? &ends[i] : NULL;
 }
@@ -71,7 +71,7 @@ static int end_new(struct ep *e, bool polled)
 	if (polled) {
 		e->kind = EP_PIPE;
 		e->caps = EP_CAP_POLLED;
-		e->ring = (struct ep_ring *)(uintptr_t)(i + 1);
+		e->pipe = (struct ep_pipe *)(uintptr_t)(i + 1);
 	} else {
 		e->kind = EP_SOCK;
 		e->fd = i + 1;
@@ -193,7 +193,7 @@ void ep_close(struct ep *e, bool clean, uint32_t *held)
 	f->used = false;
 	e->kind = EP_NONE;
 	e->fd = -1;
-	e->ring = NULL;
+	e->pipe = NULL;
 }
 
 /* What the end takes of @p len bytes now; clears EP_WRITABLE when it took less. */

@@ -14,7 +14,7 @@
 #include "api.h"
 #include "device.h"
 #include "ep_native.h"
-#include "ep_ring.h"
+#include "ep_pipe.h"
 #include "ep_sibling.h"
 #include "native_proc.h"
 #include "worker.h"
@@ -41,7 +41,7 @@ static bool vm_limits_valid(const struct vsock_pmd_vm_conf *vm)
 }
 
 /*
- * The ring endpoints, before the connection tables: guest-to-guest routing (its rings on
+ * The pipes, before the connection tables: guest-to-guest routing (its rings on
  * each VM's node) and the native API (on the main lcore's).
  */
 static int endpoints_open(const struct vsock_pmd_conf *conf, const int *nodes)
@@ -49,7 +49,7 @@ static int endpoints_open(const struct vsock_pmd_conf *conf, const int *nodes)
 	int rc = ep_sibling_setup(conf, nodes);
 
 	if (rc == 0)
-		rc = ep_ring_pool_init(VSOCK_NATIVE_MAX_CONNS, VSOCK_NATIVE_RING_SIZE,
+		rc = ep_pipe_pool_init(VSOCK_NATIVE_MAX_CONNS, VSOCK_NATIVE_RING_SIZE,
 				       (int)rte_socket_id());
 	if (rc == 0)
 		rc = ep_native_init((int)rte_socket_id());
@@ -60,7 +60,7 @@ static int endpoints_open(const struct vsock_pmd_conf *conf, const int *nodes)
 static void endpoints_close(void)
 {
 	ep_native_fini();
-	ep_ring_pool_fini();
+	ep_pipe_pool_fini();
 	ep_sibling_fini();
 }
 

@@ -327,14 +327,14 @@ unsigned int vsock_dev_poll(struct dp_dev *dev, struct datapath_scratch *s)
 	 * would take a third of the lcore at every round, so it is asked at most every
 	 * host_epoll_interval then; idle rounds ask every time and react at once.
 	 */
-	if (!dev->rings_busy || now - dev->host_epoll_tsc >= dev->host_epoll_interval) {
+	if (!dev->poll_busy || now - dev->host_epoll_tsc >= dev->host_epoll_interval) {
 		dev->host_epoll_tsc = now;
 		work += conn_poll_host(dev->conns, now, HOST_POLL_BUDGET);
 	} else {
 		work += conn_service_host(dev->conns, now, HOST_POLL_BUDGET);
 	}
 	work += host_to_guest(dev, s);
-	dev->rings_busy = work != 0;
+	dev->poll_busy = work != 0;
 	/* A notification the control thread's lock deferred is retried even when idle. */
 	if (unlikely(dev->notify_pending[VSOCK_VQ_RX]))
 		send_notification(dev, VSOCK_VQ_RX);

@@ -56,7 +56,7 @@ struct dp_dev {
 	/* The worker's; the control side clears notify_pending and broken_reported on load. */
 	bool notify_pending[VSOCK_NR_VQ];
 	bool broken_reported[VSOCK_NR_VQ];
-	bool rings_busy;		/* the last poll did some work */
+	bool poll_busy;		/* the last poll did some work */
 	bool rx_filled_all;		/* the last rx burst filled every chain it asked for */
 	uint64_t host_epoll_tsc;	/* last socket readiness check */
 	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */

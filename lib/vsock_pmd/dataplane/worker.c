@@ -28,7 +28,7 @@
 
 #include "conn.h"
 #include "datapath.h"
-#include "ep_ring.h"
+#include "ep_pipe.h"
 #include "log.h"
 #include "virtq.h"
 #include "worker.h"
@@ -83,7 +83,7 @@ struct worker {
 	/* Adaptive mode: TSC at the first round without work since the last busy one, or 0. */
 	uint64_t idle_since;
 	unsigned int backoff;	/* pauses between polls while backing off */
-	/* Read by the far sides of ring connections on every change: a line of its own. */
+	/* Read by the far sides of pipe connections on every change: a line of its own. */
 	struct ep_waker waker __rte_cache_aligned;
 
 	/* Control-private, under ctl_lock. */
@@ -259,7 +259,7 @@ static void worker_sleep(struct worker *w)
 	for (i = 0; i < w->nb_devs; i++)
 		ready |= vsock_dev_kicks_arm(w->devs[i]);
 	/*
-	 * Ring connections have no kick: announce the sleep, then look at every one of them
+	 * Pipe connections have no kick: announce the sleep, then look at every one of them
 	 * once more. A far side that changes one after this look finds the announcement and
 	 * writes wake_fd (ep_wake()).
 	 */
@@ -267,7 +267,7 @@ static void worker_sleep(struct worker *w)
 	/* Full fence (store->load): pairs with the one in ep_wake(). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (i = 0; i < w->nb_devs; i++)
-		ready |= conn_rings_sweep(w->devs[i]->conns) != 0;
+		ready |= conn_pipes_sweep(w->devs[i]->conns) != 0;
 	/* A request posted after this load also writes wake_fd, which ends the wait. */
 	if (!ready && __atomic_load_n(&w->req_seq, __ATOMIC_ACQUIRE) == w->seen_seq &&
 	    !__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {

@@ -42,7 +42,7 @@ unsigned int worker_lcore(const struct worker *w);
 struct ep_waker;
 
 /**
- * What wakes @p w from its sleep for a ring connection (ep_ring.h), or NULL when workers
+ * What wakes @p w from its sleep for a pipe connection (ep_pipe.h), or NULL when workers
  * never sleep. Valid after workers_set_wait_mode().
  */
 struct ep_waker *worker_waker(struct worker *w);

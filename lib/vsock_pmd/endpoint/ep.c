@@ -52,10 +52,10 @@ void ep_host_fini(struct ep_host *h)
 
 void ep_host_refuse_incoming(struct ep_host *h)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 
 	while (h->incoming && rte_ring_sc_dequeue(h->incoming, (void **)&p) == 0)
-		ep_ring_release(p, 1, EP_RING_RST);
+		ep_pipe_release(p, 1, EP_PIPE_RST);
 }
 
 int ep_host_events(struct ep_host *h, struct ep_event *out, int max)
@@ -95,22 +95,22 @@ static int sock_register(struct ep_host *h, struct ep *e, uint64_t token)
 	return 0;
 }
 
-static void pipe_take(struct ep_host *h, struct ep *e, struct ep_ring *p, unsigned int side)
+static void pipe_take(struct ep_host *h, struct ep *e, struct ep_pipe *p, unsigned int side)
 {
 	e->kind = EP_PIPE;
 	e->caps = EP_CAP_POLLED;
-	e->ring = p;
+	e->pipe = p;
 	e->side = (uint8_t)side;
 	/* A pipe has room or not at each write: never wait for an edge. */
 	e->ev |= EP_WRITABLE;
-	ep_ring_set_waker(p, side, h->waker);
+	ep_pipe_set_waker(p, side, h->waker);
 }
 
 int ep_connect(struct ep_host *h, struct ep *e, uint64_t token, const struct ep_addr *a,
 	       struct rte_ring *to)
 {
 	bool seq = a->type == VIRTIO_VSOCK_TYPE_SEQPACKET;
-	struct ep_ring *p;
+	struct ep_pipe *p;
 	int fd, ret;
 
 	if (!to) {
@@ -125,7 +125,7 @@ int ep_connect(struct ep_host *h, struct ep *e, uint64_t token, const struct ep_
 			ep_close(e, false, NULL);
 		return ret;
 	}
-	p = ep_ring_alloc();
+	p = ep_pipe_alloc();
 	if (!p)
 		return -ENOMEM;
 	p->src_cid = a->src_cid;
@@ -137,7 +137,7 @@ int ep_connect(struct ep_host *h, struct ep *e, uint64_t token, const struct ep_
 	/* The enqueue publishes p's fields to the side that dequeues it. */
 	if (rte_ring_mp_enqueue(to, p) < 0) {
 		/* Nobody saw it: both references go. */
-		ep_ring_release(p, 1, EP_RING_RST);
+		ep_pipe_release(p, 1, EP_PIPE_RST);
 		ep_close(e, false, NULL);
 		return -ECONNREFUSED;
 	}
@@ -160,20 +160,20 @@ int ep_accept_listener(struct ep_host *h, struct ep *e)
 
 int ep_accept_incoming(struct ep_host *h, struct ep *e, struct ep_addr *a)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 
 	if (!h->incoming || rte_ring_sc_dequeue(h->incoming, (void **)&p) != 0)
 		return -EAGAIN;
 	ep_init(e);
 	e->kind = EP_PIPE;
 	e->caps = EP_CAP_POLLED;
-	e->ring = p;
+	e->pipe = p;
 	e->side = 1;
 	*a = (struct ep_addr){
 		.src_cid = p->src_cid, .dst_cid = p->dst_cid,
 		.src_port = p->src_port, .dst_port = p->dst_port, .type = p->type,
 	};
-	if (ep_ring_flags(p, 0) & (EP_RING_RST | EP_RING_CLOSED))
+	if (ep_pipe_flags(p, 0) & (EP_PIPE_RST | EP_PIPE_CLOSED))
 		e->ev |= EP_RESET;
 	return 0;
 }
@@ -182,7 +182,7 @@ int ep_register(struct ep_host *h, struct ep *e, uint64_t token)
 {
 	if (e->kind == EP_SOCK)
 		return sock_register(h, e, token);
-	pipe_take(h, e, e->ring, e->side);
+	pipe_take(h, e, e->pipe, e->side);
 	return 0;
 }
 
@@ -205,7 +205,7 @@ int ep_established(struct ep *e, uint32_t host_port)
 
 	if (e->kind == EP_PIPE) {
 		/* The far side learns it from the flag; data may follow at once. */
-		ep_ring_set(e->ring, e->side, EP_RING_ACCEPTED);
+		ep_pipe_set(e->pipe, e->side, EP_PIPE_ACCEPTED);
 		return 0;
 	}
 	len = ep_uds_format_ok(ok, host_port);
@@ -216,8 +216,8 @@ int ep_established(struct ep *e, uint32_t host_port)
 void ep_shutdown(struct ep *e, int how)
 {
 	if (e->kind == EP_PIPE)
-		ep_ring_set(e->ring, e->side, how == SHUT_WR ? EP_RING_SHUT_SEND :
-			    EP_RING_SHUT_RCV);
+		ep_pipe_set(e->pipe, e->side, how == SHUT_WR ? EP_PIPE_SHUT_SEND :
+			    EP_PIPE_SHUT_RCV);
 	else if (e->kind == EP_SOCK)
 		shutdown(e->fd, how);
 	e->ev |= how == SHUT_WR ? EP_WR_SHUT : EP_RD_SHUT;
@@ -227,7 +227,7 @@ void ep_reset(struct ep *e)
 {
 	/* A socket's reset is its close. */
 	if (e->kind == EP_PIPE)
-		ep_ring_set(e->ring, e->side, EP_RING_RST);
+		ep_pipe_set(e->pipe, e->side, EP_PIPE_RST);
 }
 
 void ep_close(struct ep *e, bool clean, uint32_t *held)
@@ -239,11 +239,11 @@ void ep_close(struct ep *e, bool clean, uint32_t *held)
 		/* The last side to let go frees what is left in the pipe. */
 		if (held)
 			*held -= e->held;
-		ep_ring_release(e->ring, e->side, clean ? EP_RING_SHUT_SEND | EP_RING_SHUT_RCV :
-				EP_RING_RST);
+		ep_pipe_release(e->pipe, e->side, clean ? EP_PIPE_SHUT_SEND | EP_PIPE_SHUT_RCV :
+				EP_PIPE_RST);
 	}
 	e->kind = EP_NONE;
 	e->fd = -1;
-	e->ring = NULL;
+	e->pipe = NULL;
 	e->held = 0;
 }

@@ -6,7 +6,7 @@
  * The host end of a vsock connection, as the protocol (proto/conn.c) sees it: something that
  * moves bytes and reports events. Two kinds are behind it:
  * - a Unix socket (hybrid vsock, ep_uds.h), whose events are epoll edges;
- * - a pipe of mbufs (ep_ring.h) whose far side is another guest or a native program, with
+ * - a pipe of mbufs (ep_pipe.h) whose far side is another guest or a native program, with
  *   no events: it is polled every round (EP_CAP_POLLED).
  *
  * The protocol calls the functions below and reads ep.ev; it never asks which kind is behind
@@ -27,7 +27,7 @@
 #include <sys/un.h>
 
 #include "ep_queue.h"
-#include "ep_ring.h"
+#include "ep_pipe.h"
 #include "ep_uds.h"
 
 struct rte_mempool;
@@ -57,7 +57,7 @@ enum ep_kind {
 #define EP_CAP_WHOLE_MSG (1u << 1)	/* SEQPACKET: one whole message per read and write */
 
 struct ep {
-	struct ep_ring *ring;	/* EP_PIPE: the pipe, of which we are side @p side */
+	struct ep_pipe *pipe;	/* EP_PIPE: the pipe, of which we are side @p side */
 	int fd;			/* EP_SOCK: the socket; -1 otherwise */
 	uint16_t ev;
 	uint8_t kind;

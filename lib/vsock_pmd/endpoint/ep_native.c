@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The native host API: the program's side of ring endpoints (ep_ring.h).
+ * The native host API: the program's side of pipes (ep_pipe.h).
  *
- * A connection handle is an ep_ring's pool index and the low 15 bits of its generation, so
- * a handle outlives its connection harmlessly: the ep_ring stays in the pool, a new
+ * A connection handle is a pipe's pool index and the low 15 bits of its generation, so
+ * a handle outlives its connection harmlessly: the pipe stays in the pool, a new
  * connection in the same slot has another generation, and the check fails with -EBADF.
  * Listener handles work the same way over the listener table.
  *
@@ -30,7 +30,7 @@
 #include <vsock_pmd_native.h>
 
 #include "ep_native.h"
-#include "ep_ring.h"
+#include "ep_pipe.h"
 #include "ep_sibling.h"
 #include "vsock_pkt.h"
 
@@ -79,15 +79,15 @@ static inline bool native_up(void)
 }
 
 /* The connection behind handle @p h: 0, or -ENODEV (API not running) or -EBADF (no such handle). */
-static int conn_of(int h, struct ep_ring **pp)
+static int conn_of(int h, struct ep_pipe **pp)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 
 	if (!native_up())
 		return -ENODEV;
 	if (h < 0)
 		return -EBADF;
-	p = ep_ring_at((uint32_t)h & ((1u << HANDLE_IDX_BITS) - 1));
+	p = ep_pipe_at((uint32_t)h & ((1u << HANDLE_IDX_BITS) - 1));
 	if (!p || !p->prog_open || make_handle(p->gen, p->idx) != h)
 		return -EBADF;
 	*pp = p;
@@ -180,10 +180,10 @@ void ep_native_detach(void)
 /* Refuse every guest waiting on @p l: its REQUEST gets an RST from its table. */
 static void accept_drain(struct listener *l)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 
 	while (rte_ring_dequeue(l->accept, (void **)&p) == 0)
-		ep_ring_release(p, 1, EP_RING_RST);
+		ep_pipe_release(p, 1, EP_PIPE_RST);
 }
 
 void ep_native_fini(void)
@@ -280,7 +280,7 @@ int vsock_native_listen_close(int lh)
 int vsock_native_accept(int lh)
 {
 	struct listener *l;
-	struct ep_ring *p;
+	struct ep_pipe *p;
 
 	if (!native_up())
 		return -ENODEV;
@@ -289,15 +289,15 @@ int vsock_native_accept(int lh)
 		return -EBADF;
 	while (rte_ring_dequeue(l->accept, (void **)&p) == 0) {
 		/* The guest gave up waiting (its table timed out): nothing to accept. */
-		if (ep_ring_flags(p, 0) & (EP_RING_RST | EP_RING_CLOSED)) {
-			ep_ring_release(p, 1, EP_RING_RST);
+		if (ep_pipe_flags(p, 0) & (EP_PIPE_RST | EP_PIPE_CLOSED)) {
+			ep_pipe_release(p, 1, EP_PIPE_RST);
 			continue;
 		}
 		p->prog_side = 1;
 		p->prog_owner = my_owner;
 		/* Release: a reaper that sees the handle open sees its owner (release_owner()). */
 		__atomic_store_n(&p->prog_open, 1, __ATOMIC_RELEASE);
-		ep_ring_set(p, 1, EP_RING_ACCEPTED);
+		ep_pipe_set(p, 1, EP_PIPE_ACCEPTED);
 		return make_handle(p->gen, p->idx);
 	}
 	return -EAGAIN;
@@ -306,7 +306,7 @@ int vsock_native_accept(int lh)
 int vsock_native_connect(uint64_t cid, uint32_t port, int type)
 {
 	struct rte_ring *in;
-	struct ep_ring *p;
+	struct ep_pipe *p;
 	int running;
 
 	if (!native_up())
@@ -319,13 +319,13 @@ int vsock_native_connect(uint64_t cid, uint32_t port, int type)
 	if (!running)
 		return -ECONNREFUSED;
 	in = ep_sibling_incoming(cid);
-	p = ep_ring_alloc();
+	p = ep_pipe_alloc();
 	if (!p)
 		return -ENOBUFS;
 	p->src_cid = VSOCK_HOST_CID;
-	p->src_port = EP_RING_NATIVE_PORT_FIRST +
+	p->src_port = EP_PIPE_NATIVE_PORT_FIRST +
 		      __atomic_fetch_add(&region->next_port, 1, __ATOMIC_RELAXED) %
-		      (UINT32_MAX - EP_RING_NATIVE_PORT_FIRST);
+		      (UINT32_MAX - EP_PIPE_NATIVE_PORT_FIRST);
 	p->dst_cid = cid;
 	p->dst_port = port;
 	p->type = (uint16_t)type;
@@ -336,8 +336,8 @@ int vsock_native_connect(uint64_t cid, uint32_t port, int type)
 	/* The ring's enqueue publishes every field above to the table that takes it. */
 	if (rte_ring_mp_enqueue(in, p) < 0) {
 		p->prog_open = 0;
-		ep_ring_release(p, 1, EP_RING_RST);
-		ep_ring_release(p, 0, EP_RING_RST);
+		ep_pipe_release(p, 1, EP_PIPE_RST);
+		ep_pipe_release(p, 0, EP_PIPE_RST);
 		return -ENOBUFS;
 	}
 	ep_sibling_wake(cid);
@@ -345,20 +345,20 @@ int vsock_native_connect(uint64_t cid, uint32_t port, int type)
 }
 
 /* The connection's state from the program's side, given both sides' flags. */
-static int state_of(const struct ep_ring *p, uint32_t mine, uint32_t peer, bool drained)
+static int state_of(const struct ep_pipe *p, uint32_t mine, uint32_t peer, bool drained)
 {
-	if ((mine | peer) & EP_RING_RST)
+	if ((mine | peer) & EP_PIPE_RST)
 		return VSOCK_NATIVE_RESET;
-	if (p->prog_side == 0 && !(peer & EP_RING_ACCEPTED))
-		return (peer & EP_RING_CLOSED) ? VSOCK_NATIVE_RESET : VSOCK_NATIVE_CONNECTING;
-	if ((peer & EP_RING_SHUT_SEND) && drained)
-		return (peer & EP_RING_CLOSED) ? VSOCK_NATIVE_CLOSED : VSOCK_NATIVE_PEER_SHUT;
+	if (p->prog_side == 0 && !(peer & EP_PIPE_ACCEPTED))
+		return (peer & EP_PIPE_CLOSED) ? VSOCK_NATIVE_RESET : VSOCK_NATIVE_CONNECTING;
+	if ((peer & EP_PIPE_SHUT_SEND) && drained)
+		return (peer & EP_PIPE_CLOSED) ? VSOCK_NATIVE_CLOSED : VSOCK_NATIVE_PEER_SHUT;
 	return VSOCK_NATIVE_ESTABLISHED;
 }
 
 int vsock_native_state(int h)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 	unsigned int s;
 	uint32_t peer;
 	int rc;
@@ -368,14 +368,14 @@ int vsock_native_state(int h)
 		return rc;
 	s = (unsigned int)p->prog_side;
 	/* Flags first (acquire), then the ring: empty after SHUT_SEND means drained. */
-	peer = ep_ring_flags(p, !s);
-	return state_of(p, ep_ring_flags(p, s), peer,
+	peer = ep_pipe_flags(p, !s);
+	return state_of(p, ep_pipe_flags(p, s), peer,
 			rte_ring_empty(p->r[!s]) && !p->msg_head);
 }
 
 int vsock_native_info(int h, struct vsock_native_info *info)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 	int rc;
 
 	rc = conn_of(h, &p);
@@ -393,12 +393,12 @@ int vsock_native_info(int h, struct vsock_native_info *info)
 }
 
 /* -errno when the program cannot use @p p now, 0 when it can. */
-static int usable(const struct ep_ring *p, uint32_t mine, uint32_t peer)
+static int usable(const struct ep_pipe *p, uint32_t mine, uint32_t peer)
 {
-	if ((mine | peer) & EP_RING_RST)
+	if ((mine | peer) & EP_PIPE_RST)
 		return -ECONNRESET;
-	if (p->prog_side == 0 && !(peer & EP_RING_ACCEPTED))
-		return (peer & EP_RING_CLOSED) ? -ECONNRESET : -ENOTCONN;
+	if (p->prog_side == 0 && !(peer & EP_PIPE_ACCEPTED))
+		return (peer & EP_PIPE_CLOSED) ? -ECONNRESET : -ENOTCONN;
 	return 0;
 }
 
@@ -407,10 +407,10 @@ static int usable(const struct ep_ring *p, uint32_t mine, uint32_t peer)
  * there, and the connection can still move data. Fills the connection, its side and both
  * sides' flags (peer's read with acquire: everything sent before a SHUT_SEND is visible).
  */
-static int burst_begin(int h, struct rte_mbuf **pkts, uint16_t n, struct ep_ring **pp,
+static int burst_begin(int h, struct rte_mbuf **pkts, uint16_t n, struct ep_pipe **pp,
 		       unsigned int *side, uint32_t *mine, uint32_t *peer)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 	int rc;
 
 	rc = conn_of(h, &p);
@@ -420,14 +420,14 @@ static int burst_begin(int h, struct rte_mbuf **pkts, uint16_t n, struct ep_ring
 		return -EINVAL;
 	*pp = p;
 	*side = (unsigned int)p->prog_side;
-	*mine = ep_ring_flags(p, *side);
-	*peer = ep_ring_flags(p, !*side);
+	*mine = ep_pipe_flags(p, *side);
+	*peer = ep_pipe_flags(p, !*side);
 	return usable(p, *mine, *peer);
 }
 
 int vsock_native_send_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 	struct rte_ring *out;
 	uint32_t mine, peer;
 	unsigned int s, i, room;
@@ -436,30 +436,30 @@ int vsock_native_send_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 	rc = burst_begin(h, pkts, n, &p, &s, &mine, &peer);
 	if (rc < 0)
 		return rc;
-	if ((mine & EP_RING_SHUT_SEND) || (peer & (EP_RING_SHUT_RCV | EP_RING_CLOSED)))
+	if ((mine & EP_PIPE_SHUT_SEND) || (peer & (EP_PIPE_SHUT_RCV | EP_PIPE_CLOSED)))
 		return -EPIPE;
 	out = p->r[s];
 	room = rte_ring_free_count(out);
 	if (n > room)
 		n = (uint16_t)room;
-	/* Message ends travel in each segment's packet_type (ep_ring.h). */
+	/* Message ends travel in each segment's packet_type (ep_pipe.h). */
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m;
 
 		for (m = pkts[i]; m; m = m->next)
 			m->packet_type = 0;
 		if (p->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
-			rte_pktmbuf_lastseg(pkts[i])->packet_type = EP_RING_EOM | EP_RING_EOR;
+			rte_pktmbuf_lastseg(pkts[i])->packet_type = EP_PIPE_EOM | EP_PIPE_EOR;
 	}
 	/* Single producer: every one of the n fits, as counted above. */
 	n = (uint16_t)rte_ring_sp_enqueue_burst(out, (void **)pkts, n, NULL);
 	if (n)
-		ep_ring_wake(p, !s);	/* the worker may sleep */
+		ep_pipe_wake(p, !s);	/* the worker may sleep */
 	return n;
 }
 
 /* SEQPACKET: pieces from the ring become whole messages, one mbuf chain each. */
-static int recv_messages(struct ep_ring *p, struct rte_ring *in, struct rte_mbuf **pkts,
+static int recv_messages(struct ep_pipe *p, struct rte_ring *in, struct rte_mbuf **pkts,
 			 uint16_t n)
 {
 	struct rte_mbuf *m;
@@ -474,7 +474,7 @@ static int recv_messages(struct ep_ring *p, struct rte_ring *in, struct rte_mbuf
 			p->msg_head->pkt_len += m->data_len;
 		}
 		p->msg_tail = m;
-		if (m->packet_type & EP_RING_EOM) {
+		if (m->packet_type & EP_PIPE_EOM) {
 			pkts[got++] = p->msg_head;
 			p->msg_head = NULL;
 			p->msg_tail = NULL;
@@ -485,7 +485,7 @@ static int recv_messages(struct ep_ring *p, struct rte_ring *in, struct rte_mbuf
 
 int vsock_native_recv_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 	struct rte_ring *in;
 	uint32_t mine, peer;
 	unsigned int s;
@@ -499,17 +499,17 @@ int vsock_native_recv_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 		got = recv_messages(p, in, pkts, n);
 	else
 		got = (int)rte_ring_sc_dequeue_burst(in, (void **)pkts, n, NULL);
-	if (got == 0 && n && (peer & EP_RING_SHUT_SEND) && rte_ring_empty(in))
+	if (got == 0 && n && (peer & EP_PIPE_SHUT_SEND) && rte_ring_empty(in))
 		return -ESHUTDOWN;
 	/* Room in the ring: the worker may sleep with the guest's data waiting for it. */
 	if (got > 0)
-		ep_ring_wake(p, !s);
+		ep_pipe_wake(p, !s);
 	return got;
 }
 
 int vsock_native_shutdown(int h, int how)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 	unsigned int s;
 	int rc;
 
@@ -519,33 +519,33 @@ int vsock_native_shutdown(int h, int how)
 	if (how & ~(VSOCK_NATIVE_SHUT_RD | VSOCK_NATIVE_SHUT_WR) || !how)
 		return -EINVAL;
 	s = (unsigned int)p->prog_side;
-	rc = usable(p, ep_ring_flags(p, s), ep_ring_flags(p, !s));
+	rc = usable(p, ep_pipe_flags(p, s), ep_pipe_flags(p, !s));
 	if (rc < 0)
 		return rc == -ECONNRESET ? -ENOTCONN : rc;
-	ep_ring_set(p, s, ((how & VSOCK_NATIVE_SHUT_WR) ? EP_RING_SHUT_SEND : 0) |
-			  ((how & VSOCK_NATIVE_SHUT_RD) ? EP_RING_SHUT_RCV : 0));
+	ep_pipe_set(p, s, ((how & VSOCK_NATIVE_SHUT_WR) ? EP_PIPE_SHUT_SEND : 0) |
+			  ((how & VSOCK_NATIVE_SHUT_RD) ? EP_PIPE_SHUT_RCV : 0));
 	return 0;
 }
 
 /* The program lets go of @p p, as close(2) would (vsock_native_close()). */
-static void prog_close(struct ep_ring *p)
+static void prog_close(struct ep_pipe *p)
 {
 	unsigned int s = (unsigned int)p->prog_side;
 	uint32_t how;
 
 	/* An unanswered connect is abandoned: the guest's half, if any, is reset. */
-	how = usable(p, ep_ring_flags(p, s), ep_ring_flags(p, !s)) == -ENOTCONN ?
-	      EP_RING_RST : EP_RING_SHUT_SEND | EP_RING_SHUT_RCV;
+	how = usable(p, ep_pipe_flags(p, s), ep_pipe_flags(p, !s)) == -ENOTCONN ?
+	      EP_PIPE_RST : EP_PIPE_SHUT_SEND | EP_PIPE_SHUT_RCV;
 	p->prog_open = 0;
 	rte_pktmbuf_free(p->msg_head);
 	p->msg_head = NULL;
 	p->msg_tail = NULL;
-	ep_ring_release(p, s, how);
+	ep_pipe_release(p, s, how);
 }
 
 int vsock_native_close(int h)
 {
-	struct ep_ring *p;
+	struct ep_pipe *p;
 	int rc;
 
 	rc = conn_of(h, &p);
@@ -558,7 +558,7 @@ int vsock_native_close(int h)
 unsigned int ep_native_release_owner(uint8_t owner, bool dead)
 {
 	unsigned int i, n = 0;
-	struct ep_ring *p;
+	struct ep_pipe *p;
 	uint32_t held = owner + 1u;
 
 	if (!native_up())
@@ -578,7 +578,7 @@ unsigned int ep_native_release_owner(uint8_t owner, bool dead)
 		}
 	}
 	table_unlock();
-	for (i = 0; (p = ep_ring_at(i)) != NULL; i++) {
+	for (i = 0; (p = ep_pipe_at(i)) != NULL; i++) {
 		/* Acquire pairs with the release in accept and connect: the owner is set. */
 		if (__atomic_load_n(&p->prog_open, __ATOMIC_ACQUIRE) && p->prog_owner == owner) {
 			prog_close(p);

@@ -38,7 +38,7 @@ void ep_native_detach(void);
 unsigned int ep_native_release_owner(uint8_t owner, bool dead);
 
 /**
- * The accept ring (struct ep_ring *, MP/SC) of the listener on host port @p port of VM
+ * The accept ring (struct ep_pipe *, MP/SC) of the listener on host port @p port of VM
  * @p cid, or NULL when no program listens there. Any worker, lock-free.
  */
 struct rte_ring *ep_native_listener_ring(uint64_t cid, uint32_t port);

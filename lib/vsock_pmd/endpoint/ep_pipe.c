@@ -1,15 +1,211 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The bytes of a pipe endpoint (ep.h): mbufs move whole between a connection's queues and
- * the pipe's two rings (ep_ring.h), no copy; the far side's flags become events.
+ * Pipes: their pool, and their bytes as an endpoint (ep.h): mbufs move whole between a
+ * connection's queues and the pipe's two rings, no copy; the far side's flags become events.
+ *
+ * The pool of pipes. Everything is allocated once, at start: a connection's
+ * setup takes a pipe from a lock-free free list and never calls the allocator, so a
+ * worker lcore can open one between two packets.
+ *
+ * The pool is one named memzone, so that a DPDK secondary process running the native API
+ * (native_proc.c) finds it: the pipes, their rte_rings and the free list are at the same
+ * addresses in every process of the group.
  */
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
-#include <rte_common.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
-#include <rte_ring.h>
+#include <rte_memzone.h>
 
 #include "ep.h"
+#include "ep_pipe.h"
+
+#define POOL_MZ "vsock_ep_pool"
+#define FREE_LIST "vsock_ep_ring_free"
+
+/* The memzone's head; the pipes, then their rte_rings, follow it. */
+struct ep_pool {
+	unsigned int nb;
+	size_t ring_bytes;
+	struct rte_ring *free_list;
+	struct ep_pipe ep[] __rte_cache_aligned;
+};
+
+static const struct rte_memzone *pool_mz;	/* the primary's: it frees it */
+static struct ep_pool *pool;
+
+/* This process's eventfd for each worker lcore's ep_waker, plus one (0: none known). */
+static int waker_fds[RTE_MAX_LCORE];
+
+struct ep_pipe *ep_pipe_at(uint32_t idx)
+{
+	return pool && idx < pool->nb ? &pool->ep[idx] : NULL;
+}
+
+static void ring_drain(struct rte_ring *r)
+{
+	struct rte_mbuf *m[32];
+	unsigned int n;
+
+	while ((n = rte_ring_dequeue_burst(r, (void **)m, RTE_DIM(m), NULL)) > 0)
+		rte_pktmbuf_free_bulk(m, n);
+}
+
+int ep_pipe_pool_init(unsigned int nb, unsigned int ring_size, int socket)
+{
+	ssize_t sz = rte_ring_get_memsize(ring_size);
+	size_t ring_bytes, ep_bytes;
+	unsigned int i, s;
+	uint8_t *ring_mem;
+
+	if (pool)
+		return -EALREADY;
+	if (nb == 0 || sz < 0)
+		return -EINVAL;
+	ring_bytes = RTE_ALIGN_CEIL((size_t)sz, RTE_CACHE_LINE_SIZE);
+	ep_bytes = RTE_ALIGN_CEIL(sizeof(*pool) + sizeof(pool->ep[0]) * nb, RTE_CACHE_LINE_SIZE);
+	pool_mz = rte_memzone_reserve_aligned(POOL_MZ, ep_bytes + ring_bytes * 2 * nb, socket,
+					      0, RTE_CACHE_LINE_SIZE);
+	if (!pool_mz)
+		return -ENOMEM;
+	pool = pool_mz->addr;
+	memset(pool, 0, ep_bytes);
+	pool->nb = nb;
+	pool->ring_bytes = ring_bytes;
+	pool->free_list = rte_ring_create(FREE_LIST, rte_align32pow2(nb + 1), socket, 0);
+	if (!pool->free_list) {
+		ep_pipe_pool_fini();
+		return -ENOMEM;
+	}
+	ring_mem = (uint8_t *)pool + ep_bytes;
+	for (i = 0; i < nb; i++) {
+		struct ep_pipe *p = &pool->ep[i];
+
+		p->idx = i;
+		p->prog_side = -1;
+		for (s = 0; s < 2; s++) {
+			struct rte_ring *r = (void *)(ring_mem + ring_bytes * (2 * i + s));
+			char name[RTE_RING_NAMESIZE];
+
+			/* Not looked up by name: the name only has to fit. */
+			snprintf(name, sizeof(name), "vsock_epr_%u_%u", i, s);
+			if (rte_ring_init(r, name, ring_size, RING_F_SP_ENQ | RING_F_SC_DEQ) < 0) {
+				ep_pipe_pool_fini();
+				return -rte_errno;
+			}
+			p->r[s] = r;
+		}
+		rte_ring_enqueue(pool->free_list, p);
+	}
+	return 0;
+}
+
+int ep_pipe_pool_attach(void)
+{
+	const struct rte_memzone *mz = rte_memzone_lookup(POOL_MZ);
+
+	if (!mz)
+		return -ENODEV;
+	pool = mz->addr;
+	return 0;
+}
+
+void ep_pipe_pool_detach(void)
+{
+	pool = NULL;
+}
+
+void ep_pipe_pool_fini(void)
+{
+	unsigned int i;
+
+	if (!pool_mz)
+		return;
+	for (i = 0; i < pool->nb; i++) {
+		/* Where a failed init stopped. */
+		if (!pool->ep[i].r[0] || !pool->ep[i].r[1])
+			break;
+		ring_drain(pool->ep[i].r[0]);
+		ring_drain(pool->ep[i].r[1]);
+		rte_pktmbuf_free(pool->ep[i].msg_head);
+	}
+	rte_ring_free(pool->free_list);
+	rte_memzone_free(pool_mz);
+	pool_mz = NULL;
+	pool = NULL;
+}
+
+struct ep_pipe *ep_pipe_alloc(void)
+{
+	struct ep_pipe *p;
+
+	if (!pool || rte_ring_dequeue(pool->free_list, (void **)&p) < 0)
+		return NULL;
+	p->gen++;
+	p->flags[0] = 0;
+	p->flags[1] = 0;
+	p->prog_side = -1;
+	p->prog_open = 0;
+	p->prog_owner = 0;
+	p->msg_head = NULL;
+	p->msg_tail = NULL;
+	p->waker[0] = NULL;
+	p->waker[1] = NULL;
+	p->refs = 2;
+	return p;
+}
+
+void ep_waker_set_fd(unsigned int lcore, int fd)
+{
+	waker_fds[lcore] = fd < 0 ? 0 : fd + 1;
+}
+
+int ep_waker_fd(unsigned int lcore)
+{
+	return lcore < RTE_MAX_LCORE ? waker_fds[lcore] - 1 : -1;
+}
+
+void ep_waker_wake(struct ep_waker *w)
+{
+	uint64_t one = 1;
+	ssize_t rc;
+	int fd;
+
+	/* The first far side to see the announcement writes; the sleeper clears it anyway. */
+	if (!__atomic_exchange_n(&w->sleeping, 0, __ATOMIC_RELAXED))
+		return;
+	/*
+	 * A process that was given no eventfd for this worker cannot wake it: the worker's
+	 * epoll timeout bounds the wait instead.
+	 */
+	fd = ep_waker_fd(w->lcore);
+	if (fd < 0)
+		return;
+	/* Only EAGAIN can fail it: the counter is full, so the worker wakes anyway. */
+	rc = write(fd, &one, sizeof(one));
+	RTE_SET_USED(rc);
+}
+
+void ep_pipe_release(struct ep_pipe *p, unsigned int side, uint32_t flags)
+{
+	ep_pipe_set(p, side, flags | EP_PIPE_CLOSED);
+	/* acq_rel: the last side sees every access the other side made before letting go. */
+	if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	ring_drain(p->r[0]);
+	ring_drain(p->r[1]);
+	rte_pktmbuf_free(p->msg_head);
+	p->msg_head = NULL;
+	p->msg_tail = NULL;
+	rte_ring_enqueue(pool->free_list, p);
+}
+
+/* ---- a pipe as an endpoint (ep.h) ---- */
 
 /* mbufs per dequeue. */
 #define PIPE_BURST 32
@@ -32,26 +228,26 @@ static void pipe_readable(struct ep *e, struct rte_ring *in)
 
 void ep_pipe_poll(struct ep *e, uint32_t *held)
 {
-	struct rte_ring *in = e->ring->r[!e->side];
+	struct rte_ring *in = e->pipe->r[!e->side];
 	/* Only we enqueue, so the count can only have dropped since our last write. */
-	uint32_t left = e->held ? rte_ring_count(e->ring->r[e->side]) : 0;
+	uint32_t left = e->held ? rte_ring_count(e->pipe->r[e->side]) : 0;
 	/* Acquire: whatever the far side enqueued before setting these flags is visible. */
-	uint32_t peer = ep_ring_flags(e->ring, !e->side);
+	uint32_t peer = ep_pipe_flags(e->pipe, !e->side);
 
 	/* The far side took some of the mbufs we put in the pipe: they are no longer ours. */
 	if (left < e->held) {
 		*held -= e->held - left;
 		e->held = (uint16_t)left;
 	}
-	if (peer & EP_RING_ACCEPTED)
+	if (peer & EP_PIPE_ACCEPTED)
 		e->ev |= EP_OPENED;
-	if (peer & EP_RING_RST)
+	if (peer & EP_PIPE_RST)
 		e->ev |= EP_RESET;
-	if (peer & EP_RING_CLOSED)
+	if (peer & EP_PIPE_CLOSED)
 		e->ev |= EP_GONE;
-	if (peer & (EP_RING_SHUT_RCV | EP_RING_CLOSED))
+	if (peer & (EP_PIPE_SHUT_RCV | EP_PIPE_CLOSED))
 		e->ev |= EP_SHUT_RD;
-	if (peer & EP_RING_SHUT_SEND)
+	if (peer & EP_PIPE_SHUT_SEND)
 		e->ev |= EP_FIN;
 	pipe_readable(e, in);
 }
@@ -63,8 +259,8 @@ void ep_pipe_poll(struct ep *e, uint32_t *held)
  */
 int ep_pipe_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved)
 {
-	struct rte_ring *out = e->ring->r[e->side];
-	bool drop = ep_ring_flags(e->ring, !e->side) & (EP_RING_SHUT_RCV | EP_RING_CLOSED);
+	struct rte_ring *out = e->pipe->r[e->side];
+	bool drop = ep_pipe_flags(e->pipe, !e->side) & (EP_PIPE_SHUT_RCV | EP_PIPE_CLOSED);
 	unsigned int room = drop ? UINT_MAX : rte_ring_free_count(out);
 
 	while (q->head && room) {
@@ -82,7 +278,7 @@ int ep_pipe_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved)
 		room--;
 	}
 	if (*moved && !drop)
-		ep_ring_wake(e->ring, !e->side);
+		ep_pipe_wake(e->pipe, !e->side);
 	return 0;
 }
 
@@ -100,9 +296,9 @@ static void pipe_take(struct mq *q, uint32_t *held, struct rte_mbuf *m)
 			mq_push(q, m, held);
 		} else {
 			/* An empty last piece still ends the message before it. */
-			if ((m->packet_type & EP_RING_EOM) && tail &&
-			    !(tail->packet_type & EP_RING_EOM))
-				tail->packet_type |= m->packet_type & (EP_RING_EOM | EP_RING_EOR);
+			if ((m->packet_type & EP_PIPE_EOM) && tail &&
+			    !(tail->packet_type & EP_PIPE_EOM))
+				tail->packet_type |= m->packet_type & (EP_PIPE_EOM | EP_PIPE_EOR);
 			rte_pktmbuf_free_seg(m);
 		}
 		m = next;
@@ -113,7 +309,7 @@ static void pipe_take(struct mq *q, uint32_t *held, struct rte_mbuf *m)
 ssize_t ep_pipe_recv(struct ep *e, struct mq *q, uint32_t *held, uint32_t want,
 		     uint32_t max_mbufs)
 {
-	struct rte_ring *in = e->ring->r[!e->side];
+	struct rte_ring *in = e->pipe->r[!e->side];
 	uint32_t bytes0 = q->bytes, nb0 = q->nb;
 	struct rte_mbuf *m[PIPE_BURST];
 	bool moved = false;
@@ -130,7 +326,7 @@ ssize_t ep_pipe_recv(struct ep *e, struct mq *q, uint32_t *held, uint32_t want,
 	}
 	/* Room in the pipe: a far side whose queue waits for it may go on. */
 	if (moved)
-		ep_ring_wake(e->ring, !e->side);
+		ep_pipe_wake(e->pipe, !e->side);
 	pipe_readable(e, in);
 	return q->bytes - bytes0;
 }

@@ -5,8 +5,8 @@
 /**
  * A queue of payload mbufs, one direction of one connection: what the protocol holds
  * between the guest and an endpoint (ep.h). Single-segment mbufs linked through next; a
- * SEQPACKET message's last piece carries EP_RING_EOM (and EP_RING_EOR) in packet_type,
- * the bits a pipe carries them with (ep_ring.h), so that mbufs move between the two as
+ * SEQPACKET message's last piece carries EP_PIPE_EOM (and EP_PIPE_EOR) in packet_type,
+ * the bits a pipe carries them with (ep_pipe.h), so that mbufs move between the two as
  * they are.
  *
  * Each mbuf in a queue also counts in a @p held counter of its owner, the mbuf quota of

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The router: the one place that knows both kinds of ring endpoint a guest's REQUEST can
+ * The router: the one place that knows both kinds of pipe a guest's REQUEST can
  * reach, so that the native API and the guest-to-guest table need not know each other.
  */
 #include "ep_native.h"

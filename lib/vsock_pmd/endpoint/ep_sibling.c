@@ -17,7 +17,7 @@
 #include <rte_memzone.h>
 #include <rte_ring.h>
 
-#include "ep_ring.h"
+#include "ep_pipe.h"
 #include "ep_sibling.h"
 #include "log.h"
 

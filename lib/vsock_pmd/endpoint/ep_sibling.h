@@ -3,10 +3,10 @@
 #define VSOCK_PMD_EP_SIBLING_H
 
 /**
- * The guests' side of ring connections (doc/multi-vm.md): the table of VMs by CID with their
- * groups and the ring each VM's connection table takes new ring connections from, from
+ * The guests' side of pipe connections (doc/multi-vm.md): the table of VMs by CID with their
+ * groups and the ring each VM's connection table takes new pipe connections from, from
  * another guest (ep_route.h) or a native program (ep_native.c). A guest's REQUEST
- * to another guest's CID becomes an ep_ring (ep_ring.h) put on the target VM's incoming
+ * to another guest's CID becomes a pipe (ep_pipe.h) put on the target VM's incoming
  * ring; the target's table offers it to its guest like a host connect. Both halves then
  * run the full protocol with their own guest, each on its own lcore.
  *
@@ -23,7 +23,7 @@
 struct ep_waker;
 struct rte_ring;
 
-/** Connect requests (struct ep_ring *) waiting for one VM's table. */
+/** Connect requests (struct ep_pipe *) waiting for one VM's table. */
 #define EP_SIBLING_INCOMING_SIZE 1024
 
 /**
@@ -44,7 +44,7 @@ void ep_sibling_detach(void);
 /** The incoming ring of VM @p cid (to give its connection table), or NULL. */
 struct rte_ring *ep_sibling_incoming(uint64_t cid);
 
-/** The worker polling VM @p cid, if it may sleep (ep_ring.h); set before any guest runs. */
+/** The worker polling VM @p cid, if it may sleep (ep_pipe.h); set before any guest runs. */
 void ep_sibling_set_waker(uint64_t cid, struct ep_waker *w);
 
 /** After an enqueue on VM @p cid's incoming ring: wake its worker if it sleeps. */

@@ -4,7 +4,7 @@
  * shared memory cannot give it.
  *
  * Everything a program touches on the data path is already in hugepage memory at the same
- * address in every process (the ep_ring pool, the listener table, the routing table, the
+ * address in every process (the pipe pool, the listener table, the routing table, the
  * mbuf pools), so a secondary runs the very same code as the primary. Three things are not:
  * - the eventfds that wake a worker sleeping in notify mode: the primary hands copies to each
  *   secondary over DPDK's multi-process channel (rte_mp) when it attaches;
@@ -36,7 +36,7 @@
 #include <vsock_pmd_native.h>
 
 #include "ep_native.h"
-#include "ep_ring.h"
+#include "ep_pipe.h"
 #include "ep_sibling.h"
 #include "log.h"
 #include "native_proc.h"
@@ -377,7 +377,7 @@ int vsock_native_attach(void)
 	if (my_slot >= 0)
 		return -EALREADY;
 	procs = procs_find(false);
-	if (!procs || ep_ring_pool_attach() < 0 || ep_sibling_attach() < 0) {
+	if (!procs || ep_pipe_pool_attach() < 0 || ep_sibling_attach() < 0) {
 		rc = -ENODEV;
 		goto fail;
 	}
@@ -400,7 +400,7 @@ int vsock_native_attach(void)
 	return 0;
 fail:
 	ep_sibling_detach();
-	ep_ring_pool_detach();
+	ep_pipe_pool_detach();
 	procs = NULL;
 	return rc;
 }
@@ -413,7 +413,7 @@ int vsock_native_detach(void)
 	ep_native_release_owner((uint8_t)my_slot, false);
 	ep_native_detach();
 	ep_sibling_detach();
-	ep_ring_pool_detach();
+	ep_pipe_pool_detach();
 	wake_fds_close();
 	slot_free((unsigned int)my_slot);
 	procs = NULL;

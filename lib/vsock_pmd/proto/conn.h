@@ -72,16 +72,16 @@ struct conn_table_conf {
 	 */
 	bool no_guest;
 	/**
-	 * Ring connections (ep_ring.h), whose far side is another guest or a host program:
+	 * Pipe connections (ep_pipe.h), whose far side is another guest or a host program:
 	 * where a guest REQUEST that no host socket takes goes (ep_route(): a ring to put the
-	 * ep_ring on, or NULL), and the ring (MP/SC) others put their connections to this
+	 * pipe on, or NULL), and the ring (MP/SC) others put their connections to this
 	 * guest on. Both NULL: host sockets only.
 	 */
 	struct rte_ring *(*route)(uint64_t src_cid, uint64_t dst_cid, uint32_t dst_port);
 	struct rte_ring *incoming;
 	/**
-	 * The worker polling this table, for the far sides of its ring connections to wake
-	 * when it sleeps (ep_ring.h); NULL when it never sleeps.
+	 * The worker polling this table, for the far sides of its pipe connections to wake
+	 * when it sleeps (ep_pipe.h); NULL when it never sleeps.
 	 */
 	struct ep_waker *waker;
 };
@@ -208,11 +208,11 @@ unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int
 unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget);
 
 /**
- * Serve every ring connection and the incoming ring once, without the per-round budget:
+ * Serve every pipe connection and the incoming ring once, without the per-round budget:
  * for a worker about to sleep, after it announced it (ep_waker), so that nothing a far
  * side did before it saw the announcement stays unseen. @return the work done.
  */
-unsigned int conn_rings_sweep(struct conn_table *t);
+unsigned int conn_pipes_sweep(struct conn_table *t);
 
 /**
  * The epoll descriptor of the table's host sockets and listener: readable when
@@ -223,7 +223,7 @@ int conn_table_epoll_fd(const struct conn_table *t);
 /** Open connections, CONNECT lines in progress included. */
 uint32_t conn_count(const struct conn_table *t);
 
-/** mbufs the table holds now (queues, and ring connections' mbufs not yet taken). */
+/** mbufs the table holds now (queues, and pipe connections' mbufs not yet taken). */
 uint32_t conn_table_mbufs(const struct conn_table *t);
 
 /** The table's counters. */

@@ -309,7 +309,7 @@ unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned 
 	return work + accept_incoming(t, POLL_BUDGET) + poll_ends(t, POLL_BUDGET);
 }
 
-unsigned int conn_rings_sweep(struct conn_table *t)
+unsigned int conn_pipes_sweep(struct conn_table *t)
 {
 	return accept_incoming(t, POLL_BUDGET) + poll_ends(t, UINT32_MAX);
 }

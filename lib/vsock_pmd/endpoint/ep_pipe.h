@@ -1,22 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#ifndef VSOCK_PMD_EP_RING_H
-#define VSOCK_PMD_EP_RING_H
+#ifndef VSOCK_PMD_EP_PIPE_H
+#define VSOCK_PMD_EP_PIPE_H
 
 /**
- * The ring endpoint: a vsock connection whose far side is not a host socket but a pair of
+ * The pipe: a vsock connection whose far side is not a host socket but a pair of
  * rte_rings of mbufs. Two users:
  * - guest-to-guest (ep_sibling.h): the far side is the same kind of connection in another
  *   VM's table, possibly on another lcore;
  * - the native host API (vsock_pmd_native.h): the far side is a host program's lcore.
  *
- * One ep_ring joins two sides: side 0 opened the connection (its initiator), side 1 accepts
+ * One pipe joins two sides: side 0 opened the connection (its initiator), side 1 accepts
  * it. Each side is one thread at a time: it is the only producer of r[side] and the only
  * consumer of r[!side], so both rings are single-producer single-consumer, and it is the only
  * writer of flags[side]. Nothing else is shared: neither side ever touches the other's state.
  *
- * Data is mbufs (chains allowed), each segment's packet_type carrying EP_RING_EOM on the last
+ * Data is mbufs (chains allowed), each segment's packet_type carrying EP_PIPE_EOM on the last
  * piece of a SEQPACKET message. Events are flags, ordered after the data: a side enqueues its
- * last mbufs, then sets EP_RING_SHUT_SEND (release); the other side, once it has loaded the
+ * last mbufs, then sets EP_PIPE_SHUT_SEND (release); the other side, once it has loaded the
  * flag (acquire) and found the ring empty, has read everything.
  */
 
@@ -27,22 +27,22 @@
 #include <rte_ring.h>
 
 /* flags[side]: what that side did. */
-#define EP_RING_SHUT_SEND	(1u << 0)	/* sends no more: EOF once r[side] is drained */
-#define EP_RING_SHUT_RCV	(1u << 1)	/* reads no more */
-#define EP_RING_ACCEPTED	(1u << 2)	/* side 1 only: the connection is established */
-#define EP_RING_RST		(1u << 3)	/* reset or refused: drop everything */
-#define EP_RING_CLOSED		(1u << 4)	/* released its side: never looks again */
+#define EP_PIPE_SHUT_SEND	(1u << 0)	/* sends no more: EOF once r[side] is drained */
+#define EP_PIPE_SHUT_RCV	(1u << 1)	/* reads no more */
+#define EP_PIPE_ACCEPTED	(1u << 2)	/* side 1 only: the connection is established */
+#define EP_PIPE_RST		(1u << 3)	/* reset or refused: drop everything */
+#define EP_PIPE_CLOSED		(1u << 4)	/* released its side: never looks again */
 
 /* mbuf packet_type bits of a SEQPACKET message's last piece (VIRTIO_VSOCK_SEQ_EOM/EOR). */
-#define EP_RING_EOM		(1u << 0)
-#define EP_RING_EOR		(1u << 1)
+#define EP_PIPE_EOM		(1u << 0)
+#define EP_PIPE_EOR		(1u << 1)
 
 /* Source port the native API's connects use: above both guest ports and hybrid vsock's. */
-#define EP_RING_NATIVE_PORT_FIRST (1u << 31)
+#define EP_PIPE_NATIVE_PORT_FIRST (1u << 31)
 
 /**
  * How a worker lcore that sleeps while idle (--wait-mode notify) is woken by the far sides
- * of its ring connections: it sets @p sleeping, then looks at every ring once more, then
+ * of its pipe connections: it sets @p sleeping, then looks at every ring once more, then
  * sleeps on its eventfd. A far side that changes a ring or a flag and then finds @p sleeping
  * set writes the eventfd. One of the two always sees the other's store (both fence in
  * between), so no change is missed; and a polling lcore costs a far side a fence and a load,
@@ -78,8 +78,8 @@ static inline void ep_wake(struct ep_waker *w)
 		ep_waker_wake(w);
 }
 
-struct ep_ring {
-	/* The connection, written by side 0 before it publishes the ep_ring. */
+struct ep_pipe {
+	/* The connection, written by side 0 before it publishes the pipe. */
 	uint64_t src_cid;
 	uint64_t dst_cid;
 	uint32_t src_port;
@@ -104,31 +104,31 @@ struct ep_ring {
 } __rte_cache_aligned;
 
 /**
- * Create the pool of @p nb ep_rings, each ring of @p ring_size mbufs (a power of 2), on NUMA
+ * Create the pool of @p nb pipes, each ring of @p ring_size mbufs (a power of 2), on NUMA
  * node @p socket. @return 0 or a negative errno value.
  */
-int ep_ring_pool_init(unsigned int nb, unsigned int ring_size, int socket);
+int ep_pipe_pool_init(unsigned int nb, unsigned int ring_size, int socket);
 
-/** Free the pool; every ep_ring must be released (mbufs still in rings are freed). */
-void ep_ring_pool_fini(void);
+/** Free the pool; every pipe must be released (mbufs still in rings are freed). */
+void ep_pipe_pool_fini(void);
 
 /** A secondary process: find the primary's pool. @return 0 or -ENODEV (none). */
-int ep_ring_pool_attach(void);
+int ep_pipe_pool_attach(void);
 
 /** A secondary process: forget the pool (the primary keeps it). */
-void ep_ring_pool_detach(void);
+void ep_pipe_pool_detach(void);
 
-/** ep_ring number @p idx of the pool, or NULL. */
-struct ep_ring *ep_ring_at(uint32_t idx);
+/** pipe number @p idx of the pool, or NULL. */
+struct ep_pipe *ep_pipe_at(uint32_t idx);
 
 /**
- * A fresh ep_ring held by both sides (refs 2), empty rings, no flags. Any thread.
+ * A fresh pipe held by both sides (refs 2), empty rings, no flags. Any thread.
  * @return NULL when the pool is exhausted or missing.
  */
-struct ep_ring *ep_ring_alloc(void);
+struct ep_pipe *ep_pipe_alloc(void);
 
 /** Wake the worker polling @p side of @p p if it sleeps: data or room for it, or flags. */
-static inline void ep_ring_wake(struct ep_ring *p, unsigned int side)
+static inline void ep_pipe_wake(struct ep_pipe *p, unsigned int side)
 {
 	ep_wake(__atomic_load_n(&p->waker[side], __ATOMIC_RELAXED));
 }
@@ -138,7 +138,7 @@ static inline void ep_ring_wake(struct ep_ring *p, unsigned int side)
  * poller: a far side that changes the ring earlier finds no waker, and the poller's look
  * before its next sleep sees the change.
  */
-static inline void ep_ring_set_waker(struct ep_ring *p, unsigned int side, struct ep_waker *w)
+static inline void ep_pipe_set_waker(struct ep_pipe *p, unsigned int side, struct ep_waker *w)
 {
 	__atomic_store_n(&p->waker[side], w, __ATOMIC_RELAXED);
 }
@@ -147,22 +147,22 @@ static inline void ep_ring_set_waker(struct ep_ring *p, unsigned int side, struc
  * Set @p flag on @p side (release: everything enqueued before is visible with it), and
  * wake the other side's worker.
  */
-static inline void ep_ring_set(struct ep_ring *p, unsigned int side, uint32_t flag)
+static inline void ep_pipe_set(struct ep_pipe *p, unsigned int side, uint32_t flag)
 {
 	__atomic_fetch_or(&p->flags[side], flag, __ATOMIC_RELEASE);
-	ep_ring_wake(p, !side);
+	ep_pipe_wake(p, !side);
 }
 
-/** Flags of @p side (acquire: pairs with ep_ring_set()). */
-static inline uint32_t ep_ring_flags(const struct ep_ring *p, unsigned int side)
+/** Flags of @p side (acquire: pairs with ep_pipe_set()). */
+static inline uint32_t ep_pipe_flags(const struct ep_pipe *p, unsigned int side)
 {
 	return __atomic_load_n(&p->flags[side], __ATOMIC_ACQUIRE);
 }
 
 /**
- * @p side lets go: sets @p flags | EP_RING_CLOSED and drops its reference; the last side
- * frees the mbufs left in both rings and returns the ep_ring to the pool. Once per side.
+ * @p side lets go: sets @p flags | EP_PIPE_CLOSED and drops its reference; the last side
+ * frees the mbufs left in both rings and returns the pipe to the pool. Once per side.
  */
-void ep_ring_release(struct ep_ring *p, unsigned int side, uint32_t flags);
+void ep_pipe_release(struct ep_pipe *p, unsigned int side, uint32_t flags);
 
-#endif /* VSOCK_PMD_EP_RING_H */
+#endif /* VSOCK_PMD_EP_PIPE_H */
