@@ -175,6 +175,14 @@ static void test_connect(void)
 	vfe_guest_release(&g, gc);
 }
 
+/* The VM's one connection is a guest connect waiting for the native listener's accept. */
+static bool accepting(void)
+{
+	struct vsock_pmd_conn_info ci;
+
+	return vsock_pmd_conns_get(CID, &ci, 1) == 1 && strcmp(ci.state, "accepting") == 0;
+}
+
 /* A guest connects to a native listener; accept must wake the worker to answer it. */
 static void test_accept(void)
 {
@@ -184,14 +192,18 @@ static void test_accept(void)
 	bool ok;
 
 	gc = vfe_guest_connect(&g, 5000, VIRTIO_VSOCK_TYPE_STREAM);
-	/* Its REQUEST reaches the listener meanwhile; the worker has nothing left and sleeps. */
+	/* Its REQUEST reaches the listener: the VM's connection waits for our accept... */
+	ok = gc && WAIT(accepting(), WAIT_MS);
+	if (!tap_ok(ok, "accept: the guest's REQUEST waits at the listener"))
+		return;
+	/* ... and the worker, with nothing left, sleeps. */
 	WAIT(false, IDLE_US / 1000);
 	t0 = now_us();
 	h = vsock_native_accept(l);
-	ok = gc && h >= 0 && WAIT(gc->state == VFE_GC_ESTABLISHED, WAIT_MS);
+	ok = h >= 0 && WAIT(gc->state == VFE_GC_ESTABLISHED, WAIT_MS);
 	tap_ok(ok, "accept: the guest's connect completes %lu us later",
 	       (unsigned long)(now_us() - t0));
-	if (!gc || h < 0)
+	if (h < 0)
 		return;
 	ping_pong(h, gc, "accept");
 	vsock_native_close(h);
