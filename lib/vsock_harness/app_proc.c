@@ -30,6 +30,11 @@ now_ms(void)
 int
 app_proc_init(struct app_proc *p)
 {
+	/*
+	 * A peer that closed (the app refusing a connection, or gone) is a check that fails
+	 * with EPIPE, never a test killed by SIGPIPE. The app gets the default back (exec_child()).
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	p->pid = -1;
 	p->stdin_pipe = false;
 	p->stdin_fd = -1;
@@ -62,6 +67,8 @@ exec_child(const struct app_proc *p, const char *app, const char *const *argv, i
 
 	/* Never outlive the test, even if it crashes. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* The app as it runs anywhere: an ignored SIGPIPE would hide a write without NOSIGNAL. */
+	signal(SIGPIPE, SIG_DFL);
 	fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd >= 0) {
 		dup2(fd, STDOUT_FILENO);

@@ -199,7 +199,7 @@ ops_tel(const struct ops_env *o, const char *cmd, char *out, size_t len)
 	/* The greeting ({"version": ..., "max_output_len": ...}) comes first. */
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 			recv(fd, out, len - 1, 0) <= 0 ||
-			send(fd, cmd, strlen(cmd), 0) != (ssize_t)strlen(cmd)) {
+			send(fd, cmd, strlen(cmd), MSG_NOSIGNAL) != (ssize_t)strlen(cmd)) {
 		rc = -errno;
 	} else {
 		n = recv(fd, out, len - 1, 0);
