@@ -469,7 +469,10 @@ static bool cid_reserved(uint64_t cid)
 	return cid == CID_HYPERVISOR || cid == CID_LOCAL || cid == CID_HOST || cid >= CID_ANY;
 }
 
-/* The socket's directory must exist and be writable; the path itself must be free or a stale socket. */
+/*
+ * The socket's directory must exist and be writable; the path itself must be free or a
+ * stale socket.
+ */
 static int check_socket_path(const char *path, const char *what, uint64_t cid,
 			     char *err, size_t err_len)
 {

@@ -2,8 +2,9 @@
 /*
  * The operator environment of the tests and vsock-perf: the app started with its
  * console on a pipe and its own telemetry socket (--file-prefix), console commands
- * with their answers awaited in the app's log, and telemetry queries with a minimal JSON lookup. The guest side is the
- * datapath environment (dp_env.h: frontend + vfe_guest driver).
+ * with their answers awaited in the app's log, and telemetry queries with a minimal JSON
+ * lookup. The guest side is the datapath environment (dp_env.h: frontend + vfe_guest
+ * driver).
  */
 #ifndef VSOCK_HARNESS_OPS_ENV_H
 #define VSOCK_HARNESS_OPS_ENV_H

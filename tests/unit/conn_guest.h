@@ -30,9 +30,10 @@ struct gpkt {
 static struct gpkt g __attribute__((unused));
 
 /* One guest tx packet; the payload handed over in two pieces to exercise the split. */
-static inline int guest_send_full(struct conn_table *t, uint16_t op, uint16_t type, uint32_t gport,
-			   uint32_t hport, uint32_t flags, const void *data, uint32_t len,
-			   uint32_t buf_alloc, uint32_t fwd_cnt, uint64_t src_cid, uint64_t dst_cid)
+static inline int guest_send_full(struct conn_table *t, uint16_t op, uint16_t type,
+				  uint32_t gport, uint32_t hport, uint32_t flags,
+				  const void *data, uint32_t len, uint32_t buf_alloc,
+				  uint32_t fwd_cnt, uint64_t src_cid, uint64_t dst_cid)
 {
 	const struct vsock_flow f = {
 		.src_cid = src_cid, .dst_cid = dst_cid, .src_port = gport, .dst_port = hport,
@@ -53,8 +54,8 @@ static inline int guest_send_full(struct conn_table *t, uint16_t op, uint16_t ty
 }
 
 static inline int guest_send(struct conn_table *t, uint16_t op, uint16_t type, uint32_t gport,
-		      uint32_t hport, uint32_t flags, const void *data, uint32_t len,
-		      uint32_t fwd_cnt)
+			     uint32_t hport, uint32_t flags, const void *data, uint32_t len,
+			     uint32_t fwd_cnt)
 {
 	return guest_send_full(t, op, type, gport, hport, flags, data, len, GUEST_BUF, fwd_cnt,
 			       GUEST_CID, HOST_CID);
@@ -78,8 +79,8 @@ static inline int guest_recv(struct conn_table *t, size_t cap)
 	return 1;
 }
 
-static inline int is_pkt(uint16_t op, uint32_t gport, uint32_t hport, uint16_t type, uint32_t len,
-		  uint32_t flags)
+static inline int is_pkt(uint16_t op, uint32_t gport, uint32_t hport, uint16_t type,
+			 uint32_t len, uint32_t flags)
 {
 	return g.h.op == op && g.h.src_cid == HOST_CID && g.h.dst_cid == GUEST_CID &&
 	       g.h.src_port == hport && g.h.dst_port == gport && g.h.type == type &&
