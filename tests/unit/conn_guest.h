@@ -3,8 +3,9 @@
 #define TEST_CONN_GUEST_H
 
 /*
- * A guest for the connection table's unit tests: hand-built headers into conn_from_guest(),
- * rx buffers out of conn_to_guest(), no virtqueue. The last packet received is in g.
+ * A guest for the connection table's unit tests: hand-built headers into conn_from_guest()
+ * (or a burst of them into conn_from_guest_run()), rx buffers out of conn_to_guest(), no
+ * virtqueue. The last packet received is in g.
  */
 
 #include <stdint.h>
@@ -29,28 +30,43 @@ struct gpkt {
 
 static struct gpkt g __attribute__((unused));
 
-/* One guest tx packet; the payload handed over in two pieces to exercise the split. */
-static inline int guest_send_full(struct conn_table *t, uint16_t op, uint16_t type,
-				  uint32_t gport, uint32_t hport, uint32_t flags,
-				  const void *data, uint32_t len, uint32_t buf_alloc,
-				  uint32_t fwd_cnt, uint64_t src_cid, uint64_t dst_cid)
+/*
+ * One guest tx packet as the dataplane hands it over: its header in @p raw, its payload in
+ * two pieces of @p iov to exercise the split. Returns the pieces.
+ */
+static inline unsigned int guest_pkt(struct virtio_vsock_hdr *raw, struct iovec *iov,
+				     uint16_t op, uint16_t type, uint32_t gport, uint32_t hport,
+				     uint32_t flags, const void *data, uint32_t len,
+				     uint32_t buf_alloc, uint32_t fwd_cnt, uint64_t src_cid,
+				     uint64_t dst_cid)
 {
 	const struct vsock_flow f = {
 		.src_cid = src_cid, .dst_cid = dst_cid, .src_port = gport, .dst_port = hport,
 		.type = type,
 	};
-	struct virtio_vsock_hdr raw;
 	struct vsock_hdr h;
-	struct iovec iov[2];
 	uint32_t half = len / 3;
 
 	vsock_pkt_build(&h, &f, op, len, flags, buf_alloc, fwd_cnt);
-	vsock_pkt_encode(&h, &raw);
+	vsock_pkt_encode(&h, raw);
 	iov[0].iov_base = (void *)(uintptr_t)data;
 	iov[0].iov_len = half;
 	iov[1].iov_base = (uint8_t *)(uintptr_t)data + half;
 	iov[1].iov_len = len - half;
-	return conn_from_guest(t, &raw, iov, len ? 2 : 0);
+	return len ? 2 : 0;
+}
+
+static inline int guest_send_full(struct conn_table *t, uint16_t op, uint16_t type,
+				  uint32_t gport, uint32_t hport, uint32_t flags,
+				  const void *data, uint32_t len, uint32_t buf_alloc,
+				  uint32_t fwd_cnt, uint64_t src_cid, uint64_t dst_cid)
+{
+	struct virtio_vsock_hdr raw;
+	struct iovec iov[2];
+	unsigned int cnt = guest_pkt(&raw, iov, op, type, gport, hport, flags, data, len,
+				     buf_alloc, fwd_cnt, src_cid, dst_cid);
+
+	return conn_from_guest(t, &raw, iov, cnt);
 }
 
 static inline int guest_send(struct conn_table *t, uint16_t op, uint16_t type, uint32_t gport,

@@ -32,6 +32,7 @@ struct fake_end {
 	uint64_t token;
 	uint8_t to_host[SIDE];		/* what the end took from us */
 	size_t taken;
+	unsigned int writes;		/* ep_writev() calls that reached it */
 	size_t room;			/* what it takes before it is full */
 	int fail;			/* the error of its next write */
 	uint8_t to_guest[SIDE];		/* what it has for the guest */
@@ -216,6 +217,7 @@ ssize_t ep_sock_writev(struct ep *e, const struct iovec *iov, unsigned int n, si
 
 	if (f->fail)
 		return f->fail;
+	f->writes++;
 	take = end_take(e, len);
 	for (i = 0, left = take; i < n && left; i++) {
 		size_t l = RTE_MIN(iov[i].iov_len, left);
@@ -534,6 +536,78 @@ static void test_polled(struct conn_table *t)
 	guest_drain(t);
 }
 
+/* A tx burst laid out as the dataplane hands it to conn_from_guest_run(). */
+struct burst {
+	struct virtio_vsock_hdr raw[8];
+	struct iovec iov[16];
+	unsigned int cnt[8], n, niov;
+};
+
+/* One more packet: @p len bytes of the payload from @p off, guest port @p gport. */
+static void burst_add(struct burst *b, uint16_t op, uint32_t gport, uint32_t hport,
+		      uint32_t off, uint32_t len)
+{
+	b->cnt[b->n] = guest_pkt(&b->raw[b->n], &b->iov[b->niov], op, STREAM, gport, hport, 0,
+				 payload + off, len, GUEST_BUF, 0, GUEST_CID, HOST_CID);
+	b->niov += b->cnt[b->n++];
+}
+
+/*
+ * A tx burst as the dataplane hands it over, two connections and a control packet mixed:
+ * each run of one connection's data goes to its end in one write, the rest packet by packet,
+ * in order. Then a run that ends where the guest oversteps its credit.
+ */
+static void test_runs(struct conn_table *t)
+{
+	const struct conn_stats *st = conn_table_stats(t);
+	uint64_t credit = st->proto_err[CONN_ERR_CREDIT], pkts;
+	struct fake_end *a = open_conn(t, 1010, 5010), *b = open_conn(t, 1011, 5011);
+	struct burst x = { .n = 0 };
+	unsigned int n;
+	int got;
+
+	if (!tap_ok(a && b && guest_drain(t) == 0, "two connections for the bursts"))
+		return;
+	pkts = st->from_guest_pkts;
+	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1010, 5010, 0, 1000);
+	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1010, 5010, 1000, 1000);
+	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1010, 5010, 2000, 1000);
+	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1011, 5011, 10000, 500);
+	burst_add(&x, VIRTIO_VSOCK_OP_CREDIT_REQUEST, 1010, 5010, 0, 0);
+	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1010, 5010, 3000, 700);
+	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1010, 5010, 3700, 300);
+	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1011, 5011, 10500, 500);
+	n = conn_from_guest_run(t, x.raw, x.iov, x.cnt, x.n);
+	tap_ok(n == 8 && a->taken == 4000 && memcmp(a->to_host, payload, 4000) == 0 &&
+	       a->writes == 2 && b->taken == 1000 && memcmp(b->to_host, payload + 10000, 1000) == 0 &&
+	       b->writes == 2 && st->from_guest_pkts == pkts + 8,
+	       "a mixed burst: all 8 taken (%u); 4000 bytes to one end in 2 writes (%zu, %u), "
+	       "1000 in order to the other (%zu, %u)", n, a->taken, a->writes, b->taken,
+	       b->writes);
+	got = guest_recv(t, sizeof(g.data));
+	tap_ok(got && is_pkt(VIRTIO_VSOCK_OP_CREDIT_UPDATE, 1010, 5010, STREAM, 0, 0) &&
+	       g.h.fwd_cnt == 4000 && guest_drain(t) == 0,
+	       "the CREDIT_REQUEST between the runs is answered: CREDIT_UPDATE, fwd_cnt %u",
+	       g.h.fwd_cnt);
+	/* The end takes nothing now: 2 x 30000 fit the 64 KiB window, a third does not. */
+	a->room = 0;
+	x.n = x.niov = 0;
+	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1010, 5010, 4000, 30000);
+	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1010, 5010, 34000, 30000);
+	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1010, 5010, 64000, 30000);
+	n = conn_from_guest_run(t, x.raw, x.iov, x.cnt, x.n);
+	tap_ok(n == 3 && a->writes == 3 && st->proto_err[CONN_ERR_CREDIT] == credit + 1 &&
+	       guest_recv(t, sizeof(g.data)) &&
+	       is_pkt(VIRTIO_VSOCK_OP_RST, 1010, 5010, STREAM, 0, 0) && a->closed,
+	       "beyond the credit: the two within it as one run, the third is a credit error: "
+	       "RST, the end closed");
+	guest_send(t, VIRTIO_VSOCK_OP_SHUTDOWN, STREAM, 1011, 5011,
+		   VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV, NULL, 0, 0);
+	tap_ok(guest_recv(t, sizeof(g.data)) &&
+	       is_pkt(VIRTIO_VSOCK_OP_RST, 1011, 5011, STREAM, 0, 0) && conn_count(t) == 0,
+	       "the other closes: table empty");
+}
+
 int main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "-l", "0",
@@ -558,6 +632,7 @@ int main(int argc, char **argv)
 	test_h2g(t);
 	test_errors(t);
 	test_polled(t);
+	test_runs(t);
 	tap_ok(conn_table_mbufs(t) == 0 && conn_count(t) == 0,
 	       "every mbuf back, table empty (%u mbufs held)", conn_table_mbufs(t));
 	conn_table_destroy(t);

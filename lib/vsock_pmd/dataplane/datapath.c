@@ -3,7 +3,7 @@
  * The per-device poll: data flows one way through each half.
  *
  *   guest -> host: tx ring -> validated chains -> header copied out once ->
- *                  conn_from_guest() -> completion into the shadow used ring
+ *                  conn_from_guest_run() -> completion into the shadow used ring
  *   host -> guest: conn_poll_host() fills per-connection queues ->
  *                  conn_to_guest() writes into rx buffers -> shadow used ring
  *
@@ -12,7 +12,6 @@
  * poll returns, so a device can be detached or sit idle at any point
  * between polls without hiding completions from the guest.
  */
-#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -140,37 +139,29 @@ static inline unsigned int chain_writable_iov(const struct virtq_chain *c, struc
 }
 
 /*
- * Packets [i, n) that continue the data run starting at @p i: stream RW between the same two
- * ports. Their payloads are laid out in s->run_iov for one conn_from_guest_run().
+ * Packets [i, i + k) with whole headers, their payloads laid out in s->run_iov for one
+ * conn_from_guest_run(), which finds the runs of one connection among them.
  */
-static uint16_t data_run(struct datapath_scratch *s, uint16_t i, uint16_t n)
+static uint16_t tx_span(struct datapath_scratch *s, uint16_t i, uint16_t n)
 {
-	const struct virtio_vsock_hdr *first = &s->hdrs[i];
 	unsigned int niov = 0;
 	uint16_t j;
 
-	if (!s->hdr_ok[i] || le16toh(first->op) != VIRTIO_VSOCK_OP_RW)
-		return 1;
-	for (j = i; j < n; j++) {
-		const struct virtio_vsock_hdr *h = &s->hdrs[j];
-
-		if (!s->hdr_ok[j] || h->op != first->op || h->src_port != first->src_port ||
-		    h->dst_port != first->dst_port ||
-		    niov + s->chains[j].nr_readable > RTE_DIM(s->run_iov))
-			break;
+	/* One chain always fits: a span is never empty. */
+	RTE_BUILD_BUG_ON(DATAPATH_RUN_IOV < VIRTQ_CHAIN_MAX_PIECES);
+	for (j = i; j < n && s->hdr_ok[j] &&
+	     niov + s->chains[j].nr_readable <= RTE_DIM(s->run_iov); j++) {
 		s->run_cnt[j - i] = chain_readable_iov(&s->chains[j], VSOCK_HDR_SIZE,
 						       &s->run_iov[niov]);
 		niov += s->run_cnt[j - i];
 	}
-	return j > i ? j - i : 1;
+	return j - i;
 }
 
 static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_TX];
-	struct iovec iov[VIRTQ_CHAIN_MAX_PIECES];
 	uint16_t i, j, k, n, taken;
-	unsigned int iovcnt;
 
 	n = vq_dequeue_burst(vq, s->chains, burst_size(dev));
 	if (unlikely(vq->broken))
@@ -180,20 +171,15 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s
 		s->hdr_ok[i] = virtq_chain_read(&s->chains[i], 0, &s->hdrs[i], VSOCK_HDR_SIZE) ==
 			       VSOCK_HDR_SIZE;
 	for (i = 0; i < n; i += k) {
-		k = data_run(s, i, n);
 		if (unlikely(!s->hdr_ok[i])) {
 			report_short(dev, s->chains[i].readable_len);
 			vq_complete(vq, &s->chains[i], 0);
+			k = 1;
 			continue;
 		}
-		if (k > 1) {
-			taken = (uint16_t)conn_from_guest_run(dev->conns, &s->hdrs[i], s->run_iov,
-							      s->run_cnt, k);
-		} else {
-			iovcnt = chain_readable_iov(&s->chains[i], VSOCK_HDR_SIZE, iov);
-			taken = conn_from_guest(dev->conns, &s->hdrs[i], iov, iovcnt) == -EAGAIN ?
-				0 : 1;
-		}
+		k = tx_span(s, i, n);
+		taken = (uint16_t)conn_from_guest_run(dev->conns, &s->hdrs[i], s->run_iov,
+						      s->run_cnt, k);
 		for (j = 0; j < taken; j++)
 			vq_complete(vq, &s->chains[i + j], 0);
 		if (taken < k) {

@@ -18,6 +18,7 @@
  * edges: EP_READABLE / EP_WRITABLE remember one that could not be served yet (no credit, no
  * mbuf) until the obstacle goes away.
  */
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -510,75 +511,84 @@ out:
 	return ret;
 }
 
-/*
- * The common case of conn_from_guest_run(): every packet a valid stream RW for the same
- * established connection to the host, nothing queued before them. @p lens gets each payload
- * length. Returns that connection, or NULL for the packet-by-packet path.
- */
-static struct conn *run_conn(struct conn_table *t, const struct virtio_vsock_hdr *raw,
-			     const struct iovec *iov, const unsigned int *iovcnt, unsigned int n,
-			     uint32_t *lens)
+/* What data_run() found: stream data of one connection, laid out in t->io.iov. */
+struct data_run {
+	struct conn *c;
+	unsigned int n;		/* packets, from the first */
+	unsigned int cnt;	/* pieces in t->io.iov */
+	uint64_t total;		/* payload bytes */
+	uint32_t lens[VSOCK_PMD_BURST_MAX];
+};
+
+/* The fields that make consecutive packets one run, compared before any is decoded. */
+static inline bool same_flow(const struct virtio_vsock_hdr *a, const struct virtio_vsock_hdr *b)
 {
-	struct conn *c = NULL;
-	uint64_t queued = 0;
-	unsigned int i;
-
-	for (i = 0; i < n; iov += iovcnt[i], i++) {
-		struct vsock_hdr h;
-
-		if (guest_hdr(t, &raw[i], iov_total(iov, iovcnt[i]), &h) != VSOCK_PKT_OK ||
-		    h.dst_cid != VSOCK_HOST_CID || h.op != VIRTIO_VSOCK_OP_RW ||
-		    h.type != VIRTIO_VSOCK_TYPE_STREAM)
-			return NULL;
-		if (i == 0) {
-			c = conn_lookup(t, h.src_port, h.dst_port, VSOCK_HOST_CID);
-			if (!c || c->state != CS_ESTABLISHED || c->type != h.type ||
-			    c->to_host.bytes || c->tx_skip ||
-			    (c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND))
-				return NULL;
-		} else if (h.src_port != c->guest_port || h.dst_port != c->host_port) {
-			return NULL;
-		}
-		/* A credit violation takes the slow path, which resets the connection. */
-		queued += h.len;
-		if (queued > rx_room(t, c, 0))
-			return NULL;
-		lens[i] = h.len;
-	}
-	return c;
+	return a->op == b->op && a->src_port == b->src_port && a->dst_port == b->dst_port;
 }
 
-unsigned int conn_from_guest_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
-				 const struct iovec *iov, const unsigned int *iovcnt,
-				 unsigned int n)
+/*
+ * The common case of conn_from_guest_run(): packets from the first that are each a valid
+ * stream RW for the same established connection to the host, nothing queued before them,
+ * within its credit and within one sendmsg(). True when at least two of them make a run.
+ */
+static bool data_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
+		     const struct iovec *iov, const unsigned int *iovcnt, unsigned int n,
+		     struct data_run *r)
 {
-	uint32_t lens[VSOCK_PMD_BURST_MAX];
-	unsigned int cnt = 0, i;
+	unsigned int i, got;
+
+	/* Interleaved connections and control packets cost this one compare. */
+	if (n < 2 || le16toh(raw[0].op) != VIRTIO_VSOCK_OP_RW || !same_flow(&raw[0], &raw[1]))
+		return false;
+	r->c = NULL;
+	r->cnt = 0;
+	r->total = 0;
+	for (i = 0; i < RTE_MIN(n, (unsigned int)VSOCK_PMD_BURST_MAX); iov += iovcnt[i], i++) {
+		struct vsock_hdr h;
+
+		/* op RW and the ports: those of the first packet. */
+		if ((i > 0 && !same_flow(&raw[0], &raw[i])) ||
+		    guest_hdr(t, &raw[i], iov_total(iov, iovcnt[i]), &h) != VSOCK_PKT_OK ||
+		    h.dst_cid != VSOCK_HOST_CID || h.type != VIRTIO_VSOCK_TYPE_STREAM)
+			break;
+		if (i == 0) {
+			r->c = conn_lookup(t, h.src_port, h.dst_port, VSOCK_HOST_CID);
+			if (!r->c || r->c->state != CS_ESTABLISHED || r->c->type != h.type ||
+			    r->c->to_host.bytes || r->c->tx_skip ||
+			    (r->c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND))
+				return false;
+		}
+		/* A credit violation takes the slow path, which resets the connection. */
+		if (r->total + h.len > rx_room(t, r->c, 0))
+			break;
+		got = iov_slice(t->io.iov + r->cnt, t->io.n - r->cnt, iov, iovcnt[i], 0, h.len);
+		if (got == 0 && h.len)
+			break;	/* more pieces than one sendmsg() takes */
+		r->cnt += got;
+		r->total += h.len;
+		r->lens[i] = h.len;
+	}
+	r->n = i;
+	return i > 1;
+}
+
+/* A run to its host end: returns the packets taken, as conn_from_guest_run(). */
+static unsigned int data_run_to_host(struct conn_table *t, const struct data_run *r,
+				     const struct virtio_vsock_hdr *raw, const struct iovec *iov,
+				     const unsigned int *iovcnt)
+{
+	struct conn *c = r->c;
+	const unsigned int n = r->n;
+	const uint32_t *lens = r->lens;
+	uint64_t done = 0, written;
 	const struct iovec *p;
-	uint64_t total = 0, done = 0, written;
-	struct conn *c = n <= VSOCK_PMD_BURST_MAX ?
-			 run_conn(t, raw, iov, iovcnt, n, lens) : NULL;
 	struct vsock_hdr h;
+	unsigned int i;
 	uint32_t moved;
 	ssize_t w;
 
-	for (i = 0, p = iov; c && i < n; p += iovcnt[i], i++) {
-		unsigned int got = iov_slice(t->io.iov + cnt, t->io.n - cnt, p, iovcnt[i], 0,
-					     lens[i]);
-
-		if (got == 0 && lens[i])
-			c = NULL;	/* more pieces than one sendmsg() takes */
-		cnt += got;
-		total += lens[i];
-	}
-	if (!c) {
-		for (i = 0, p = iov; i < n; p += iovcnt[i], i++)
-			if (conn_from_guest(t, &raw[i], p, iovcnt[i]) == -EAGAIN)
-				break;
-		return i;
-	}
 	/* The whole run in one call: the syscall is paid per burst, not per packet. */
-	w = ep_writev(&c->ep, t->io.iov, cnt, total);
+	w = ep_writev(&c->ep, t->io.iov, r->cnt, r->total);
 	if (w < 0) {
 		conn_reset(t, c, w == -EMSGSIZE ? CONN_ERR_MSG_SIZE : CONN_ERR_HOST_IO);
 		t->stats.from_guest_pkts += n;
@@ -615,6 +625,30 @@ unsigned int conn_from_guest_run(struct conn_table *t, const struct virtio_vsock
 	credit_check(t, c);
 	data_update(t, c);
 	credit_resume(t, c);
+	return i;
+}
+
+unsigned int conn_from_guest_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
+				 const struct iovec *iov, const unsigned int *iovcnt,
+				 unsigned int n)
+{
+	unsigned int i = 0, j, k, taken;
+	struct data_run r;
+
+	while (i < n) {
+		if (data_run(t, &raw[i], iov, &iovcnt[i], n - i, &r)) {
+			k = r.n;
+			taken = data_run_to_host(t, &r, &raw[i], iov, &iovcnt[i]);
+		} else {
+			k = 1;
+			taken = conn_from_guest(t, &raw[i], iov, iovcnt[i]) == -EAGAIN ? 0 : 1;
+		}
+		for (j = 0; j < taken; j++)
+			iov += iovcnt[i + j];
+		i += taken;
+		if (taken < k)
+			break;
+	}
 	return i;
 }
 

@@ -9,7 +9,7 @@
  *
  * One table belongs to one device and is used by one lcore at a time: no call takes a lock.
  * The polling worker drives it with three calls:
- * - conn_from_guest() for every packet dequeued from the tx ring;
+ * - conn_from_guest_run() for the packets of each burst dequeued from the tx ring;
  * - conn_to_guest() for every rx buffer it can fill while conn_has_output() says so;
  * - conn_poll_host() once per round, for the host sockets and the timers.
  * Nothing here blocks: every socket is non-blocking and every call does bounded work.
@@ -167,9 +167,10 @@ int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr
 		    const struct iovec *payload, unsigned int iovcnt);
 
 /**
- * conn_from_guest() for @p n consecutive packets (@p raw[i], payload in the next @p iovcnt[i]
- * entries of @p iov). A run of stream data for one connection goes to its host socket in one
- * sendmsg(); anything else is taken packet by packet.
+ * conn_from_guest() for @p n consecutive packets of any kind (@p raw[i], payload in the next
+ * @p iovcnt[i] entries of @p iov). Each run among them of stream data for one connection goes
+ * to its host end in one call (one sendmsg() on a socket); anything else is taken packet by
+ * packet.
  *
  * @return the packets consumed, from the first; fewer than @p n means the next one could not
  *   be taken now (as -EAGAIN above): it and the rest are presented again later.
