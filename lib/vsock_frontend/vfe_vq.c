@@ -35,7 +35,6 @@ vfe_vq_init(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start
 	size_t avail_len = sizeof(struct vring_avail) + sizeof(uint16_t) * (num + 1u);
 	size_t used_len = sizeof(struct vring_used) +
 		sizeof(struct vring_used_elem) * num + sizeof(uint16_t);
-	uint16_t i;
 	int rc;
 
 	memset(vq, 0, sizeof(*vq));
@@ -51,21 +50,9 @@ vfe_vq_init(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start
 	vq->used = vfe_mem_alloc(mem, used_len, 4, &vq->used_gpa);
 	if (vq->desc == NULL || vq->avail == NULL || vq->used == NULL)
 		return -ENOMEM;
-	if (indirect_max > 0) {
-		vq->indirect = vfe_mem_alloc(mem, sizeof(struct vring_desc) * num * indirect_max,
-				16, &vq->indirect_gpa);
-		if (vq->indirect == NULL)
-			return -ENOMEM;
-		vq->indirect_max = indirect_max;
-	}
-	vq->slot = calloc(num, sizeof(*vq->slot));
-	if (vq->slot == NULL)
-		return -ENOMEM;
-	for (i = 0; i < num; i++)
-		vq->slot[i].next = i + 1;
-	vq->free_head = 0;
-	vq->num_free = num;
-
+	rc = vfe_vq_init_common(vq, sizeof(struct vring_desc), indirect_max);
+	if (rc < 0)
+		return rc;
 	vq->avail->idx = htole16(start);
 	vq->used->idx = htole16(start);
 	vq->avail_idx = start;
@@ -74,7 +61,30 @@ vfe_vq_init(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start
 	/* Ask for a call at the first used entry, as a driver with callbacks on. */
 	vq->avail->ring[num] = htole16(start);
 	vq->track_used_event = true;
+	return 0;
+}
 
+int
+vfe_vq_init_common(struct vfe_vq *vq, size_t desc_size, uint16_t indirect_max)
+{
+	uint16_t i;
+	int rc;
+
+	if (indirect_max > 0) {
+		vq->indirect = vfe_mem_alloc(vq->mem, desc_size * vq->num * indirect_max, 16,
+				&vq->indirect_gpa);
+		if (vq->indirect == NULL)
+			return -ENOMEM;
+		vq->indirect_max = indirect_max;
+	}
+	vq->slot = calloc(vq->num, sizeof(*vq->slot));
+	if (vq->slot == NULL)
+		return -ENOMEM;
+	/* slot[].next chains the free buffer ids. */
+	for (i = 0; i < vq->num; i++)
+		vq->slot[i].next = i + 1;
+	vq->free_head = 0;
+	vq->num_free = vq->num;
 	vq->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	vq->call_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (vq->kick_fd < 0 || vq->call_fd < 0) {

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "vfe_vq_packed.h"
@@ -55,23 +54,12 @@ vfe_vq_init_packed(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_
 	vq->device_event = vfe_mem_alloc(mem, sizeof(*vq->device_event), 4, &vq->used_gpa);
 	if (vq->pdesc == NULL || vq->driver_event == NULL || vq->device_event == NULL)
 		return -ENOMEM;
-	if (indirect_max > 0) {
-		vq->indirect = vfe_mem_alloc(mem,
-			sizeof(struct vring_packed_desc) * num * indirect_max, 16,
-			&vq->indirect_gpa);
-		if (vq->indirect == NULL)
-			return -ENOMEM;
-		vq->indirect_max = indirect_max;
-	}
-	vq->slot = calloc(num, sizeof(*vq->slot));
 	vq->pending = calloc(num, sizeof(*vq->pending));
-	if (vq->slot == NULL || vq->pending == NULL)
+	if (vq->pending == NULL)
 		return -ENOMEM;
-	/* slot[].next chains the free buffer ids. */
-	for (i = 0; i < num; i++)
-		vq->slot[i].next = i + 1;
-	vq->free_head = 0;
-	vq->num_free = num;
+	rc = vfe_vq_init_common(vq, sizeof(struct vring_packed_desc), indirect_max);
+	if (rc < 0)
+		return rc;
 	vq->avail_idx = pos_count(vq, start);
 	vq->last_used = vq->avail_idx;
 	vq->kicked_avail = vq->avail_idx;
@@ -87,14 +75,6 @@ vfe_vq_init_packed(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_
 			vq->pdesc[i].flags = htole16(F_AVAIL | F_USED);
 	}
 	vq->track_used_event = true;
-
-	vq->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	vq->call_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (vq->kick_fd < 0 || vq->call_fd < 0) {
-		rc = -errno;
-		vfe_vq_fini(vq);
-		return rc;
-	}
 	return 0;
 }
 
