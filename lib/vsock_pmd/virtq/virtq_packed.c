@@ -78,35 +78,6 @@ int virtq_packed_init(struct virtq *vq, const struct guest_mem *mem,
 }
 
 /*
- * Copy bytes [off, off + len) of a table laid over host pieces. Not the split
- * file's pieces_copy(): that one, out of line or inlined here, makes every
- * packed dequeue cost more instructions (1.3% and 2.7% in callgrind), though
- * only a table across two regions reaches this.
- */
-static void table_copy(const struct guest_mem_piece *p, unsigned int n, uint64_t off,
-		       void *dst, uint32_t len)
-{
-	uint8_t *d = dst;
-	unsigned int i;
-
-	for (i = 0; i < n && len != 0; i++) {
-		uint32_t chunk;
-
-		if (off >= p[i].len) {
-			off -= p[i].len;
-			continue;
-		}
-		chunk = p[i].len - (uint32_t)off;
-		if (chunk > len)
-			chunk = len;
-		memcpy(d, (const uint8_t *)p[i].addr + off, chunk);
-		d += chunk;
-		len -= chunk;
-		off = 0;
-	}
-}
-
-/*
  * The buffers of an indirect table: every entry in order (NEXT and the id
  * are reserved there). Each entry is copied before use. The walk ends within
  * VIRTQ_CHAIN_MAX_PIECES + 1 entries whatever the table's length: every
@@ -133,7 +104,8 @@ static enum virtq_err packed_walk_indirect(const struct virtq *vq, struct virtq_
 		if (likely(k == 1))
 			memcpy(&d, (const uint8_t *)tp[0].addr + (size_t)i * sizeof(d), sizeof(d));
 		else
-			table_copy(tp, k, (uint64_t)i * sizeof(d), &d, sizeof(d));
+			virtq_pieces_copy(tp, (unsigned int)k, i * (uint32_t)sizeof(d), &d,
+					  sizeof(d), false);
 		compiler_barrier();
 		flags = le16toh(d.flags);
 		if (unlikely(flags & VRING_DESC_F_INDIRECT))

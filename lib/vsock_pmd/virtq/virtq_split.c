@@ -56,13 +56,10 @@ int virtq_split_init(struct virtq *vq, const struct guest_mem *mem, struct vring
 }
 
 /*
- * Copy between a flat buffer and bytes [off, off + len) of a piece list.
- * Bounded by n pieces; returns the bytes copied. The chain copies below are
- * the same on either layout (virtq_common.h); they live here, beside the
- * split walk's loads from a scattered indirect table, to share this one
- * out-of-line copy with them.
+ * Shared by both layouts (virtq_common.h); here beside the chain write and
+ * the split walk's loads from a scattered indirect table.
  */
-static uint32_t pieces_copy(const struct guest_mem_piece *p, unsigned int n, uint32_t off,
+uint32_t virtq_pieces_copy(const struct guest_mem_piece *p, unsigned int n, uint32_t off,
 		void *buf, uint32_t len, bool to_pieces)
 {
 	uint8_t *b = buf;
@@ -89,16 +86,10 @@ static uint32_t pieces_copy(const struct guest_mem_piece *p, unsigned int n, uin
 	return done;
 }
 
-uint32_t virtq_chain_read(const struct virtq_chain *c, uint32_t off, void *dst,
-		uint32_t len)
-{
-	return pieces_copy(c->pieces, c->nr_readable, off, dst, len, false);
-}
-
 uint32_t virtq_chain_write(const struct virtq_chain *c, uint32_t off, const void *src,
 		uint32_t len)
 {
-	return pieces_copy(c->pieces + c->nr_readable, c->nr_pieces - c->nr_readable, off,
+	return virtq_pieces_copy(c->pieces + c->nr_readable, c->nr_pieces - c->nr_readable, off,
 			(void *)(uintptr_t)src, len, true);
 }
 
@@ -119,7 +110,7 @@ static inline void desc_load(const struct desc_table *t, uint32_t idx, struct vr
 	if (likely(t->base != NULL))
 		memcpy(d, t->base + (size_t)idx * sizeof(*d), sizeof(*d));
 	else
-		pieces_copy(t->pieces, t->npieces, idx * sizeof(*d), d, sizeof(*d), false);
+		virtq_pieces_copy(t->pieces, t->npieces, idx * sizeof(*d), d, sizeof(*d), false);
 	compiler_barrier();
 }
 
