@@ -686,6 +686,7 @@ vfe_guest_recv(struct vfe_guest *g, struct vfe_guest_conn *c, void *buf, size_t 
 {
 	uint32_t avail = vfe_guest_rx_avail(c);
 	uint32_t off, n, first;
+	bool msg_done = false;
 
 	if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET) {
 		if (c->msg_count == 0)
@@ -703,13 +704,17 @@ vfe_guest_recv(struct vfe_guest *g, struct vfe_guest_conn *c, void *buf, size_t 
 	if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET && c->fwd_cnt == c->msg_end[c->msg_head]) {
 		c->msg_head = (c->msg_head + 1) % VFE_GUEST_MAX_MSGS;
 		c->msg_count--;
+		msg_done = true;
 	}
 	/*
-	 * Tell the peer about the room once it may believe less than the
-	 * threshold is free, as Linux's virtio_transport_stream_do_dequeue.
+	 * Tell the peer about the room as Linux 6.1 does: after every whole
+	 * message (virtio_transport_seqpacket_do_dequeue), else once it may
+	 * believe less than the threshold is free (..._stream_do_dequeue). A
+	 * message reader that waited for the threshold could hold part of a
+	 * message that straddles the window, and wait for the rest forever.
 	 */
 	if (n && c->auto_credit && c->state == VFE_GC_ESTABLISHED &&
-	    c->buf_alloc - (c->rx_cnt - c->fwd_sent) < credit_threshold(g, c))
+	    (msg_done || c->buf_alloc - (c->rx_cnt - c->fwd_sent) < credit_threshold(g, c)))
 		conn_ctl(g, c, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0);
 	close_check(g, c);
 	return n;

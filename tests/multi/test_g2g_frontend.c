@@ -473,6 +473,46 @@ static void test_seqpacket(void)
 	       "guest 4 closes: guest 3 sees it, both tables empty");
 }
 
+/*
+ * 4 -> 3 SEQPACKET, one message at a time, each read before the next is sent: messages of
+ * 64 KiB fill guest 3's window up to its last 64 KiB, then one of 100000 bytes straddles
+ * the rest. VM 3 may send only its first 64 KiB; guest 3 reads nothing of an unfinished
+ * message, so the rest comes only because guest 3 gave credit back with each message it read,
+ * as Linux does. A reader that waited for its free space to fall under 64 KiB stalled here.
+ */
+static void test_seqpacket_window(void)
+{
+	const uint32_t piece = 64 * 1024, last = sizeof(msg_in);
+	struct vfe_guest_conn *c4, *c3 = NULL;
+	unsigned int i, nfill, good = 0;
+	size_t off = 0;
+
+	c4 = g2g_connect(vm4, vm3->cid, SEQ_PORT, VIRTIO_VSOCK_TYPE_SEQPACKET);
+	if (!tap_ok(c4 && WAIT(c4->state == VFE_GC_ESTABLISHED, WAIT_MS) &&
+		    (c3 = vfe_guest_accept(&vm3->g)) != NULL && c3->buf_alloc > piece,
+		    "seqpacket 4 -> 3:%u again, a fresh window", SEQ_PORT))
+		return;
+	nfill = (c3->buf_alloc - piece) / piece;
+	for (i = 0; i <= nfill; i++) {
+		uint32_t len = i < nfill ? piece : last, fl = 0;
+		size_t n = 0;
+
+		if (!WAIT(vfe_guest_send_msg(&vm4->g, c4, out34 + off, len) == 1, WAIT_MS) ||
+		    !WAIT(vfe_guest_next_msg(c3, &fl) >= 0, WAIT_MS))
+			break;
+		n = vfe_guest_recv(&vm3->g, c3, msg_in, sizeof(msg_in));
+		good += n == len && (fl & VIRTIO_VSOCK_SEQ_EOM) && memcmp(msg_in, out34 + off, n) == 0;
+		off += len;
+	}
+	tap_ok(good == nfill + 1,
+	       "%u messages of 64 KiB, then one of %u bytes across the window's end: each arrives "
+	       "whole (%u good)", nfill, last, good);
+	vfe_guest_shutdown(&vm4->g, c4, SHUT_BOTH);
+	tap_ok(WAIT(c3->state == VFE_GC_CLOSED && c4->state == VFE_GC_CLOSED, WAIT_MS) &&
+	       WAIT(vms_u64(vm3, "conns") == 0 && vms_u64(vm4, "conns") == 0, WAIT_MS),
+	       "guest 4 closes again: both tables empty");
+}
+
 /* Guest 4 stops reading: guest 3 runs out of credit, nothing is lost when 4 reads again. */
 static struct vfe_guest_conn *test_credit(void)
 {
@@ -620,6 +660,7 @@ int main(void)
 	if (vm3->attached && vm4->attached && vm5->attached) {
 		test_stream();
 		test_seqpacket();
+		test_seqpacket_window();
 		c = test_credit();
 		test_refused();
 		test_spoof();
