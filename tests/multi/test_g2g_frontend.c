@@ -501,7 +501,8 @@ static void test_seqpacket_window(void)
 		    !WAIT(vfe_guest_next_msg(c3, &fl) >= 0, WAIT_MS))
 			break;
 		n = vfe_guest_recv(&vm3->g, c3, msg_in, sizeof(msg_in));
-		good += n == len && (fl & VIRTIO_VSOCK_SEQ_EOM) && memcmp(msg_in, out34 + off, n) == 0;
+		good += n == len && (fl & VIRTIO_VSOCK_SEQ_EOM) &&
+			memcmp(msg_in, out34 + off, n) == 0;
 		off += len;
 	}
 	tap_ok(good == nfill + 1,

@@ -579,8 +579,9 @@ static void test_runs(struct conn_table *t)
 	burst_add(&x, VIRTIO_VSOCK_OP_RW, 1011, 5011, 10500, 500);
 	n = conn_from_guest_run(t, x.raw, x.iov, x.cnt, x.n);
 	tap_ok(n == 8 && a->taken == 4000 && memcmp(a->to_host, payload, 4000) == 0 &&
-	       a->writes == 2 && b->taken == 1000 && memcmp(b->to_host, payload + 10000, 1000) == 0 &&
-	       b->writes == 2 && st->from_guest_pkts == pkts + 8,
+	       a->writes == 2 && b->taken == 1000 &&
+	       memcmp(b->to_host, payload + 10000, 1000) == 0 && b->writes == 2 &&
+	       st->from_guest_pkts == pkts + 8,
 	       "a mixed burst: all 8 taken (%u); 4000 bytes to one end in 2 writes (%zu, %u), "
 	       "1000 in order to the other (%zu, %u)", n, a->taken, a->writes, b->taken,
 	       b->writes);
