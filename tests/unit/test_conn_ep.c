@@ -37,12 +37,15 @@ struct fake_end {
 	int fail;			/* the error of its next write */
 	uint8_t to_guest[SIDE];		/* what it has for the guest */
 	size_t offered, read;
+	unsigned int reads;		/* ep_readv() calls that reached it */
+	int rfail;			/* the error of its next ep_readv() */
 	bool eof;			/* nothing after what it offered */
 	uint16_t far;			/* polled: events its far side gives */
 };
 
 static struct fake_end ends[ENDS];
 static int next_connect = 0;		/* ep_connect(): 0 open, 1 pending, < 0 refused */
+static uint8_t next_caps;		/* ep_connect(): a socket-like end's caps */
 static struct ep_event queued[16];
 static int nb_queued;
 static struct rte_mempool *pool;
@@ -75,6 +78,7 @@ static int end_new(struct ep *e, bool polled)
 		e->pipe = (struct ep_pipe *)(uintptr_t)(i + 1);
 	} else {
 		e->kind = EP_SOCK;
+		e->caps = next_caps;
 		e->fd = i + 1;
 	}
 	e->ev = EP_READABLE | EP_WRITABLE;
@@ -300,6 +304,31 @@ ssize_t ep_sock_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *hel
 	return end_recv(e, q, held, want, max_mbufs);
 }
 
+/* A stream end read straight into the caller's memory (EP_CAP_READV). */
+ssize_t ep_sock_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
+{
+	struct fake_end *f = end_of(e);
+	size_t got = 0;
+	unsigned int i;
+
+	if (f->rfail)
+		return f->rfail;
+	f->reads++;
+	for (i = 0; i < n && got < len && f->read < f->offered; i++) {
+		size_t l = RTE_MIN(RTE_MIN(iov[i].iov_len, len - got), f->offered - f->read);
+
+		memcpy(iov[i].iov_base, f->to_guest + f->read, l);
+		f->read += l;
+		got += l;
+	}
+	if (f->read == f->offered) {
+		e->ev &= ~EP_READABLE;
+		if (f->eof)
+			e->ev |= EP_EOF;
+	}
+	return (ssize_t)got;
+}
+
 ssize_t ep_pipe_recv(struct ep *e, struct mq *q, uint32_t *held, uint32_t want,
 		     uint32_t max_mbufs)
 {
@@ -473,6 +502,116 @@ static void test_h2g(struct conn_table *t)
 	tap_ok(conn_count(t) == 0, "the guest's RST frees the slot");
 }
 
+/* The guest's rx burst: @p n buffers of a header and 4 KiB, each header split in two pieces. */
+#define RX_BUF (VSOCK_HDR_SIZE + 4096)
+static uint8_t rx_bufs[8][RX_BUF];
+static struct vsock_hdr rx_hdr[8];
+static uint32_t rx_len[8];
+
+static unsigned int rx_burst(struct conn_table *t, unsigned int n)
+{
+	struct iovec iov[16];
+	unsigned int cnt[8], i, k;
+	uint32_t cap[8];
+
+	for (i = 0; i < n; i++) {
+		iov[2 * i] = (struct iovec){ .iov_base = rx_bufs[i], .iov_len = 20 };
+		iov[2 * i + 1] = (struct iovec){ .iov_base = rx_bufs[i] + 20,
+						 .iov_len = RX_BUF - 20 };
+		cnt[i] = 2;
+		cap[i] = RX_BUF;
+	}
+	memset(rx_bufs, 0xa5, sizeof(rx_bufs));
+	k = conn_to_guest_burst(t, iov, cnt, cap, n, rx_len);
+	for (i = 0; i < k; i++)
+		vsock_pkt_parse(rx_bufs[i], VSOCK_HDR_SIZE, &rx_hdr[i]);
+	return k;
+}
+
+/* Appends the payload of rx_burst()'s RW packets [0, k) to @p got at *@p n; false if one is not. */
+static bool rx_take(unsigned int k, uint8_t *got, size_t *n)
+{
+	unsigned int i;
+
+	for (i = 0; i < k; i++) {
+		if (rx_hdr[i].op != VIRTIO_VSOCK_OP_RW ||
+		    rx_len[i] != VSOCK_HDR_SIZE + rx_hdr[i].len)
+			return false;
+		memcpy(got + *n, rx_bufs[i] + VSOCK_HDR_SIZE, rx_hdr[i].len);
+		*n += rx_hdr[i].len;
+	}
+	return true;
+}
+
+/*
+ * A stream end that can be read into any memory (a Unix stream socket) is read straight
+ * into the guest's rx buffers: nothing before the buffers are there, one read for as many
+ * as it fills, within the window; no mbuf.
+ */
+static void test_h2g_direct(struct conn_table *t)
+{
+	const struct conn_stats *st = conn_table_stats(t);
+	uint64_t stalls = st->credit_stalls, rd = st->host_read_bytes;
+	uint64_t io = st->proto_err[CONN_ERR_HOST_IO];
+	static uint8_t got[SIDE];
+	struct fake_end *f, *e;
+	size_t n = 0;
+	unsigned int k;
+
+	next_caps = EP_CAP_READV;
+	f = open_conn(t, 1004, 5004);
+	next_caps = 0;
+	if (!tap_ok(f != NULL, "a connection to an end read into any memory"))
+		return;
+	/* 20000 bytes and then its EOF; the guest's window is 10000. */
+	memcpy(f->to_guest, payload, 20000);
+	f->offered = 20000;
+	f->eof = true;
+	guest_send_full(t, VIRTIO_VSOCK_OP_CREDIT_UPDATE, STREAM, 1004, 5004, 0, NULL, 0, 10000,
+			0, GUEST_CID, HOST_CID);
+	event(f, EP_READABLE);
+	pump(t);
+	tap_ok(f->reads == 0 && f->read == 0 && conn_has_output(t) && conn_table_mbufs(t) == 0,
+	       "readable: owed to the guest, nothing read before its buffers are there");
+	k = rx_burst(t, 8);
+	tap_ok(k == 3 && rx_take(k, got, &n) && n == 10000 && memcmp(got, payload, n) == 0 &&
+	       rx_hdr[0].len == 4096 && rx_hdr[2].len == 10000 - 8192 && f->reads == 1 &&
+	       st->host_read_bytes == rd + 10000 && st->credit_stalls == stalls + 1,
+	       "one read fills 3 buffers with exactly the 10000-byte window, in order; the "
+	       "stall counted (%u buffers, %zu bytes, %u reads)", k, n, f->reads);
+	tap_ok(rx_burst(t, 8) == 0 && f->reads == 1 && !conn_has_output(t),
+	       "no window left: nothing owed, no read");
+	/* The guest read it all: the rest, and SHUTDOWN(SEND) after its last byte. */
+	guest_send_full(t, VIRTIO_VSOCK_OP_CREDIT_UPDATE, STREAM, 1004, 5004, 0, NULL, 0, 10000,
+			10000, GUEST_CID, HOST_CID);
+	pump(t);
+	k = rx_burst(t, 8);
+	tap_ok(k == 4 && rx_take(3, got, &n) && n == 20000 && memcmp(got, payload, n) == 0 &&
+	       rx_hdr[3].op == VIRTIO_VSOCK_OP_SHUTDOWN &&
+	       rx_hdr[3].flags == VIRTIO_VSOCK_SHUTDOWN_SEND && f->reads == 2 &&
+	       conn_table_mbufs(t) == 0,
+	       "with the window open again, the other 10000 in one read, then SHUTDOWN(SEND) "
+	       "in the next buffer; no mbuf was ever taken (%u buffers, %zu bytes)", k, n);
+	guest_send(t, VIRTIO_VSOCK_OP_SHUTDOWN, STREAM, 1004, 5004,
+		   VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV, NULL, 0, 0);
+	tap_ok(rx_burst(t, 8) == 1 && rx_hdr[0].op == VIRTIO_VSOCK_OP_RST && f->closed &&
+	       conn_count(t) == 0, "guest close: its RST, table empty");
+	/* A read error: RST in the buffer the read was for, host_io counted. */
+	next_caps = EP_CAP_READV;
+	e = open_conn(t, 1005, 5005);
+	next_caps = 0;
+	if (!tap_ok(e != NULL, "another such connection"))
+		return;
+	e->offered = 100;
+	e->rfail = -EIO;
+	event(e, EP_READABLE);
+	pump(t);
+	tap_ok(rx_burst(t, 8) == 1 && rx_hdr[0].op == VIRTIO_VSOCK_OP_RST &&
+	       rx_hdr[0].dst_port == 1005 && st->proto_err[CONN_ERR_HOST_IO] == io + 1 &&
+	       e->closed && conn_count(t) == 0,
+	       "a read error: RST to the guest in that burst, host_io counted, the end closed");
+}
+
 static void test_errors(struct conn_table *t)
 {
 	const struct conn_stats *st = conn_table_stats(t);
@@ -631,6 +770,7 @@ int main(int argc, char **argv)
 		return tap_done();
 	test_g2h(t);
 	test_h2g(t);
+	test_h2g_direct(t);
 	test_errors(t);
 	test_polled(t);
 	test_runs(t);

@@ -68,31 +68,45 @@ static inline void iov_write(const struct iovec *iov, unsigned int cnt, size_t o
 }
 
 /**
- * Describe @p len bytes from @p off into @p in with at most @p max entries of @p out.
- * @return the entries used; 0 when it needs more than @p max.
+ * Describe up to *@p len bytes from @p off into @p in with at most @p max entries of @p out;
+ * *@p len becomes the bytes they describe. @return the entries used.
  */
-static inline unsigned int iov_slice(struct iovec *out, unsigned int max, const struct iovec *in,
-				     unsigned int cnt, size_t off, size_t len)
+static inline unsigned int iov_slice_part(struct iovec *out, unsigned int max,
+					  const struct iovec *in, unsigned int cnt, size_t off,
+					  size_t *len)
 {
+	size_t left = *len;
 	unsigned int i, n = 0;
 
-	for (i = 0; i < cnt && len; i++) {
+	for (i = 0; i < cnt && left && n < max; i++) {
 		size_t l;
 
 		if (off >= in[i].iov_len) {
 			off -= in[i].iov_len;
 			continue;
 		}
-		if (n == max)
-			return 0;
-		l = in[i].iov_len - off < len ? in[i].iov_len - off : len;
+		l = in[i].iov_len - off < left ? in[i].iov_len - off : left;
 		out[n].iov_base = (char *)in[i].iov_base + off;
 		out[n].iov_len = l;
 		n++;
-		len -= l;
+		left -= l;
 		off = 0;
 	}
+	*len -= left;
 	return n;
+}
+
+/**
+ * Describe @p len bytes from @p off into @p in with at most @p max entries of @p out.
+ * @return the entries used; 0 when they cannot describe all @p len bytes.
+ */
+static inline unsigned int iov_slice(struct iovec *out, unsigned int max, const struct iovec *in,
+				     unsigned int cnt, size_t off, size_t len)
+{
+	size_t got = len;
+	unsigned int n = iov_slice_part(out, max, in, cnt, off, &got);
+
+	return got == len ? n : 0;
 }
 
 #endif /* VSOCK_PMD_IOV_H */

@@ -139,7 +139,7 @@ static inline unsigned int chain_writable_iov(const struct virtq_chain *c, struc
 }
 
 /*
- * Packets [i, i + k) with whole headers, their payloads laid out in s->run_iov for one
+ * Packets [i, i + k) with whole headers, their payloads laid out in s->iov for one
  * conn_from_guest_run(), which finds the runs of one connection among them.
  */
 static uint16_t tx_span(struct datapath_scratch *s, uint16_t i, uint16_t n)
@@ -148,12 +148,12 @@ static uint16_t tx_span(struct datapath_scratch *s, uint16_t i, uint16_t n)
 	uint16_t j;
 
 	/* One chain always fits: a span is never empty. */
-	RTE_BUILD_BUG_ON(DATAPATH_RUN_IOV < VIRTQ_CHAIN_MAX_PIECES);
+	RTE_BUILD_BUG_ON(DATAPATH_IOV < VIRTQ_CHAIN_MAX_PIECES);
 	for (j = i; j < n && s->hdr_ok[j] &&
-	     niov + s->chains[j].nr_readable <= RTE_DIM(s->run_iov); j++) {
-		s->run_cnt[j - i] = chain_readable_iov(&s->chains[j], VSOCK_HDR_SIZE,
-						       &s->run_iov[niov]);
-		niov += s->run_cnt[j - i];
+	     niov + s->chains[j].nr_readable <= RTE_DIM(s->iov); j++) {
+		s->iov_cnt[j - i] = chain_readable_iov(&s->chains[j], VSOCK_HDR_SIZE,
+						       &s->iov[niov]);
+		niov += s->iov_cnt[j - i];
 	}
 	return j - i;
 }
@@ -178,8 +178,8 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s
 			continue;
 		}
 		k = tx_span(s, i, n);
-		taken = (uint16_t)conn_from_guest_run(dev->conns, &s->hdrs[i], s->run_iov,
-						      s->run_cnt, k);
+		taken = (uint16_t)conn_from_guest_run(dev->conns, &s->hdrs[i], s->iov,
+						      s->iov_cnt, k);
 		for (j = 0; j < taken; j++)
 			vq_complete(vq, &s->chains[i + j], 0);
 		if (taken < k) {
@@ -199,29 +199,50 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s
 }
 
 /*
- * Fill one dequeued chunk of rx chains with what the connections owe. @return chains
- * filled; fewer than @p n when nothing more was owed (the rest went back to the ring).
+ * Chains [i, i + k) that hold a header, their writable pieces laid out in s->iov for one
+ * conn_to_guest_burst().
  */
-static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, const struct virtq_chain *c,
+static uint16_t rx_span(struct datapath_scratch *s, uint16_t i, uint16_t n)
+{
+	unsigned int niov = 0;
+	uint16_t j;
+
+	for (j = i; j < n && s->chains[j].writable_len >= VSOCK_HDR_SIZE &&
+	     niov + s->chains[j].nr_pieces - s->chains[j].nr_readable <= RTE_DIM(s->iov); j++) {
+		s->iov_cnt[j - i] = chain_writable_iov(&s->chains[j], &s->iov[niov]);
+		s->cap[j - i] = s->chains[j].writable_len;
+		niov += s->iov_cnt[j - i];
+	}
+	return j - i;
+}
+
+/*
+ * Fill the @p n rx chains dequeued into s->chains with what the connections owe. @return
+ * chains used; fewer than @p n when nothing more was owed (the rest went back to the ring).
+ */
+static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct datapath_scratch *s,
 			uint16_t n)
 {
-	struct iovec iov[VIRTQ_CHAIN_MAX_PIECES];
-	uint16_t i;
+	uint16_t i = 0, j, k, filled;
 
-	for (i = 0; i < n; i++) {
-		uint32_t len = 0;
-
-		if (c[i].writable_len >= VSOCK_HDR_SIZE)
-			len = conn_to_guest(dev->conns, iov, chain_writable_iov(&c[i], iov));
-		else
+	while (i < n) {
+		if (unlikely(s->chains[i].writable_len < VSOCK_HDR_SIZE)) {
+			/* Too small for a header: back empty rather than wedging the ring. */
 			dev->stats.small_rx_buffers++;
-		if (len == 0 && c[i].writable_len >= VSOCK_HDR_SIZE) {
+			vq_complete(vq, &s->chains[i++], 0);
+			continue;
+		}
+		k = rx_span(s, i, n);
+		filled = (uint16_t)conn_to_guest_burst(dev->conns, s->iov, s->iov_cnt, s->cap, k,
+						       s->len);
+		for (j = 0; j < filled; j++)
+			vq_complete(vq, &s->chains[i + j], s->len[j]);
+		i += filled;
+		if (filled < k) {
 			/* Nothing more owed: keep the rest of the guest's buffers for later. */
 			vq_unget(vq, n - i);
 			return i;
 		}
-		/* A buffer too small for a header goes back empty rather than wedging the ring. */
-		vq_complete(vq, &c[i], len);
 	}
 	return n;
 }
@@ -248,7 +269,7 @@ static unsigned int host_to_guest(struct dp_dev *dev, struct datapath_scratch *s
 		n = vq_dequeue_burst(vq, s->chains, ask);
 		if (unlikely(vq->broken))
 			report_broken(dev, VSOCK_VQ_RX);
-		filled = rx_fill(dev, vq, s->chains, n);
+		filled = rx_fill(dev, vq, s, n);
 		done += filled;
 		if (filled < ask)
 			break;

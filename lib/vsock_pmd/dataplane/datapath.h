@@ -75,16 +75,21 @@ struct dp_dev {
 /** Host socket events served per device per round: keeps one busy VM from starving the others. */
 #define HOST_POLL_BUDGET 64
 
-/** Payload pieces of one run of tx packets handed to the host socket at once. */
-#define DATAPATH_RUN_IOV 1024
+/** Pieces of the buffers handed to the connections at once: a tx run, an rx span. */
+#define DATAPATH_IOV 1024
 
-/** Per-lcore scratch space for one poll: the chains of one burst, the tx headers copied out. */
+/**
+ * Per-lcore scratch space for one poll: the chains of one burst, the tx headers copied out,
+ * and the pieces of the chains handed to the connections at once (one half at a time).
+ */
 struct datapath_scratch {
 	struct virtq_chain chains[VSOCK_PMD_BURST_MAX];
 	struct virtio_vsock_hdr hdrs[VSOCK_PMD_BURST_MAX];
 	bool hdr_ok[VSOCK_PMD_BURST_MAX];	/* the chain holds a whole header */
-	unsigned int run_cnt[VSOCK_PMD_BURST_MAX];
-	struct iovec run_iov[DATAPATH_RUN_IOV];
+	unsigned int iov_cnt[VSOCK_PMD_BURST_MAX];	/* pieces of each chain in iov */
+	uint32_t cap[VSOCK_PMD_BURST_MAX];	/* rx: bytes each chain holds */
+	uint32_t len[VSOCK_PMD_BURST_MAX];	/* rx: bytes written into each */
+	struct iovec iov[DATAPATH_IOV];
 };
 
 /**

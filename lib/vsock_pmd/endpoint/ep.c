@@ -119,7 +119,7 @@ int ep_connect(struct ep_host *h, struct ep *e, uint64_t token, const struct ep_
 			return fd;
 		e->kind = EP_SOCK;
 		e->fd = fd;
-		e->caps = seq ? EP_CAP_WHOLE_MSG : 0;
+		e->caps = seq ? EP_CAP_WHOLE_MSG : EP_CAP_READV;
 		ret = sock_register(h, e, token);
 		if (ret < 0)
 			ep_close(e, false, NULL);
@@ -155,6 +155,8 @@ int ep_accept_listener(struct ep_host *h, struct ep *e)
 	ep_init(e);
 	e->kind = EP_SOCK;
 	e->fd = fd;
+	/* Hybrid vsock's host connects are streams. */
+	e->caps = EP_CAP_READV;
 	return 0;
 }
 

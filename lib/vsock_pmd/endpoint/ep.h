@@ -5,7 +5,8 @@
 /**
  * The host end of a vsock connection, as the protocol (proto/conn.c) sees it: something that
  * moves bytes and reports events. Two kinds are behind it:
- * - a Unix socket (hybrid vsock, ep_uds.h), whose events are epoll edges;
+ * - a Unix socket (hybrid vsock, ep_uds.h), whose events are epoll edges; a stream one is
+ *   read straight into the guest's rx buffers (EP_CAP_READV), a message one into mbufs;
  * - a pipe of mbufs (ep_pipe.h) whose far side is another guest or a native program, with
  *   no events: it is polled every round (EP_CAP_POLLED).
  *
@@ -55,6 +56,7 @@ enum ep_kind {
 /* ep.caps: what the endpoint can do, fixed when it opens. */
 #define EP_CAP_POLLED	(1u << 0)	/* no readiness events: serve it every round */
 #define EP_CAP_WHOLE_MSG (1u << 1)	/* SEQPACKET: one whole message per read and write */
+#define EP_CAP_READV	(1u << 2)	/* a byte stream: ep_readv() reads it into any memory */
 
 struct ep {
 	struct ep_pipe *pipe;	/* EP_PIPE: the pipe, of which we are side @p side */
@@ -169,6 +171,7 @@ int ep_established(struct ep *e, uint32_t host_port);
 
 /* Per kind; the facade below picks one. */
 ssize_t ep_sock_writev(struct ep *e, const struct iovec *iov, unsigned int n, size_t len);
+ssize_t ep_sock_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len);
 int ep_sock_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held, uint32_t *moved);
 ssize_t ep_sock_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held,
 		     uint32_t want, uint32_t max_mbufs);
@@ -185,6 +188,17 @@ void ep_pipe_poll(struct ep *e, uint32_t *held);
 static inline ssize_t ep_writev(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
 {
 	return e->kind == EP_SOCK ? ep_sock_writev(e, iov, n, len) : 0;
+}
+
+/**
+ * Read up to @p len bytes of a byte stream (EP_CAP_READV) straight into @p iov (@p n pieces),
+ * without queueing: the only copy is the kernel's. Clears EP_READABLE when nothing more is
+ * waiting and sets EP_EOF at the end. Without EP_CAP_READV: 0.
+ * @return bytes read (0: nothing now, or the end), or -EIO: the connection is lost.
+ */
+static inline ssize_t ep_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
+{
+	return e->caps & EP_CAP_READV ? ep_sock_readv(e, iov, n, len) : 0;
 }
 
 /**
@@ -208,7 +222,8 @@ static inline int ep_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t
 
 /**
  * Bring up to @p want bytes into @p q in at most @p max_mbufs mbufs (EP_CAP_WHOLE_MSG: one
- * whole message of at most @p want bytes, whatever @p max_mbufs). Clears EP_READABLE when
+ * whole message of at most @p want bytes, whatever @p max_mbufs). A byte stream that can be
+ * read with ep_readv() (EP_CAP_READV) is read only that way. Clears EP_READABLE when
  * nothing more is waiting and sets EP_EOF at the end.
  * @return bytes added (0: nothing now, or the end), -ENOBUFS (no mbuf: try again later),
  *   -EMSGSIZE (a message larger than @p want) or -EIO: the connection is lost.

@@ -194,53 +194,72 @@ int ep_sock_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held, u
 	return 0;
 }
 
+/*
+ * recvmsg() without waiting. @return bytes (0: the end, or an empty message), -EAGAIN with
+ * EP_READABLE cleared when nothing waits, or -EIO.
+ */
+static ssize_t sock_recvmsg(struct ep *e, struct msghdr *mh)
+{
+	ssize_t n;
+
+	do {
+		n = recvmsg(e->fd, mh, MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return n;
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		return -EIO;
+	e->ev &= ~EP_READABLE;
+	return -EAGAIN;
+}
+
+ssize_t ep_sock_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
+{
+	struct msghdr mh = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = n };
+	ssize_t r = sock_recvmsg(e, &mh);
+
+	if (r <= 0) {
+		if (r == 0)
+			e->ev = (uint16_t)((e->ev | EP_EOF) & ~EP_READABLE);
+		return r == -EAGAIN ? 0 : r;
+	}
+	/*
+	 * A short read emptied the socket: the next bytes bring a new edge. An end of stream
+	 * already signalled brings none, so keep reading until it shows as 0.
+	 */
+	if ((size_t)r < len && !(e->ev & (EP_RDHUP | EP_HUP)))
+		e->ev &= ~EP_READABLE;
+	return r;
+}
+
 ssize_t ep_sock_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held,
 		     uint32_t want, uint32_t max_mbufs)
 {
-	bool whole = e->caps & EP_CAP_WHOLE_MSG;
-	struct msghdr mh = { .msg_iov = io->iov };
-	uint32_t nb, i, left;
+	/* Messages only: a stream socket is read with ep_readv(), straight where it goes. */
+	uint32_t nb = RTE_MIN((want + io->room - 1) / io->room, io->n), i, left;
+	struct msghdr mh = { .msg_iov = io->iov, .msg_iovlen = nb };
 	ssize_t n;
 
-	nb = (want + io->room - 1) / io->room;
-	if (nb > io->n)
-		nb = io->n;
-	if (!whole && nb > max_mbufs) {
-		nb = max_mbufs;
-		want = nb * io->room;
-	}
-	if (rte_pktmbuf_alloc_bulk(io->pool, io->mbufs, nb) != 0) {
-		/* A stream can make progress with a single mbuf; a message needs all. */
-		nb = 1;
-		if (whole || rte_pktmbuf_alloc_bulk(io->pool, io->mbufs, nb) != 0)
-			return -ENOBUFS;
-		want = RTE_MIN(want, io->room);
-	}
+	RTE_SET_USED(max_mbufs);	/* a message takes the mbufs it needs */
+	if (rte_pktmbuf_alloc_bulk(io->pool, io->mbufs, nb) != 0)
+		return -ENOBUFS;
 	for (i = 0, left = want; i < nb; i++) {
 		io->iov[i].iov_base = rte_pktmbuf_mtod(io->mbufs[i], void *);
 		io->iov[i].iov_len = RTE_MIN(left, io->room);
 		left -= (uint32_t)io->iov[i].iov_len;
 	}
-	mh.msg_iovlen = nb;
-	do {
-		n = recvmsg(e->fd, &mh, MSG_DONTWAIT);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0 || (whole && (mh.msg_flags & MSG_TRUNC))) {
-		rte_pktmbuf_free_bulk(io->mbufs, nb);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			e->ev &= ~EP_READABLE;
-			return 0;
-		}
-		return n < 0 ? -EIO : -EMSGSIZE;
-	}
+	n = sock_recvmsg(e, &mh);
+	if (n >= 0 && (mh.msg_flags & MSG_TRUNC))
+		n = -EMSGSIZE;
 	/*
-	 * 0 is the end of the stream; on SEQPACKET it can also be an empty message, which vsock
-	 * cannot carry: only the hang-up edge tells them apart.
+	 * 0 is the end of the stream, or an empty message, which vsock cannot carry: only the
+	 * hang-up edge tells them apart.
 	 */
-	if (n == 0 && (!whole || (e->ev & (EP_RDHUP | EP_HUP)))) {
-		rte_pktmbuf_free_bulk(io->mbufs, nb);
+	if (n == 0 && (e->ev & (EP_RDHUP | EP_HUP)))
 		e->ev = (uint16_t)((e->ev | EP_EOF) & ~EP_READABLE);
-		return 0;
+	if (n <= 0) {
+		rte_pktmbuf_free_bulk(io->mbufs, nb);
+		return n == -EAGAIN ? 0 : n;
 	}
 	for (i = 0, left = (uint32_t)n; i < nb; i++) {
 		struct rte_mbuf *m = io->mbufs[i];
@@ -252,15 +271,9 @@ ssize_t ep_sock_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *hel
 		m->data_len = (uint16_t)RTE_MIN(left, io->room);
 		m->pkt_len = m->data_len;
 		left -= m->data_len;
-		if (whole && left == 0)
+		if (left == 0)
 			m->packet_type = EP_PIPE_EOM | EP_PIPE_EOR;
 		mq_push(q, m, held);
 	}
-	/*
-	 * A short stream read emptied the socket: the next bytes bring a new edge. An end of
-	 * stream already signalled brings none, so keep reading until it shows as 0.
-	 */
-	if (!whole && (uint32_t)n < want && !(e->ev & (EP_RDHUP | EP_HUP)))
-		e->ev &= ~EP_READABLE;
 	return n;
 }

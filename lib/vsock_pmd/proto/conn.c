@@ -10,9 +10,11 @@
  *   it (ep_writev()); the rest waits in the connection's to_host queue for the endpoint.
  *   Our fwd_cnt counts bytes the host end took, so the guest's credit only comes back as the
  *   host consumes.
- * - host -> guest: the host end is read into the connection's to_guest queue only up to the
- *   guest's credit (conn_read()), and conn_to_guest() hands the bytes out one rx buffer at
- *   a time.
+ * - host -> guest: a stream end that can be (a Unix stream socket, EP_CAP_READV) is read
+ *   straight into the guest's rx buffers, one read for as many as it fills, within the
+ *   guest's credit (direct_to_guest()); other ends are read into the connection's to_guest
+ *   queue up to the guest's credit (conn_read()), handed out one rx buffer at a time.
+ *   conn_to_guest_burst() serves both, after control packets.
  *
  * Work is driven by lists (conn_table.c), never by scanning the table. Socket events are
  * edges: EP_READABLE / EP_WRITABLE remember one that could not be served yet (no credit, no
@@ -162,6 +164,11 @@ bool conn_read(struct conn_table *t, struct conn *c, uint32_t *moved)
 		return false;
 	}
 	c->stalled = 0;
+	if (c->ep.caps & EP_CAP_READV) {
+		/* Read once the guest's rx buffers are there, into them: direct_to_guest(). */
+		data_update(t, c);
+		return false;
+	}
 	/* A message's size is unknown until it is read: room for the largest. */
 	want = whole ? READ_CHUNK :
 	       RTE_MIN(peer_credit(c), TO_GUEST_MAX) - c->to_guest.bytes;
@@ -748,26 +755,147 @@ static uint32_t data_to_guest(struct conn_table *t, struct conn *c, const struct
 	return VSOCK_HDR_SIZE + done;
 }
 
-uint32_t conn_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int iovcnt)
-{
-	size_t cap = iov_total(buf, iovcnt);
+/* Attempts per conn_to_guest_burst() call that find a stream end with nothing for the guest. */
+#define DIRECT_MISSES_MAX 8
 
-	if (cap < VSOCK_HDR_SIZE)
+/*
+ * Read @p c's stream straight into the payload of buffers [0, @p n) (buffer i: the next
+ * @p cnt[i] pieces of @p iov, @p cap[i] bytes): one read fills them in order, each up to its
+ * room, within the guest's credit and TO_GUEST_MAX, the most one connection gets before the
+ * next one's turn. The kernel's copy is the only one. Each buffer filled gets its header.
+ * @return buffers filled (their lengths in @p len); 0 when nothing came, and then @p c is off
+ *   the data list unless a first buffer too small for payload stopped it.
+ */
+static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const struct iovec *iov,
+				    const unsigned int *cnt, const uint32_t *cap, unsigned int n,
+				    uint32_t *len)
+{
+	uint32_t want = RTE_MIN(peer_credit(c), TO_GUEST_MAX), asked = 0, left;
+	unsigned int i, niov = 0, off = 0;
+	ssize_t got;
+
+	if (c->state != CS_ESTABLISHED || !direct_ready(c)) {
+		data_del(t, c);	/* its window or its end changed since it joined the line */
 		return 0;
+	}
+	/*
+	 * Lay out the payload room of as many buffers as the read may fill; a buffer of more
+	 * pieces than the read's vector has left gets what fits of it.
+	 */
+	for (i = 0; i < n && asked < want && niov < t->io.n; off += cnt[i], i++) {
+		size_t l = RTE_MIN(RTE_MIN(cap[i] - VSOCK_HDR_SIZE, VSOCK_PKT_MAX_PAYLOAD),
+				   want - asked);
+
+		niov += iov_slice_part(&t->io.iov[niov], t->io.n - niov, &iov[off], cnt[i],
+				       VSOCK_HDR_SIZE, &l);
+		if (l == 0)
+			break;	/* no payload room */
+		len[i] = (uint32_t)l;
+		asked += (uint32_t)l;
+	}
+	if (asked == 0)
+		return 0;
+	got = ep_readv(&c->ep, t->io.iov, niov, asked);
+	if (got < 0) {
+		conn_reset(t, c, CONN_ERR_HOST_IO);
+		return 0;
+	}
+	t->stats.host_read_bytes += (uint64_t)got;
+	for (i = 0, off = 0, left = (uint32_t)got; left; off += cnt[i], i++) {
+		uint32_t l = RTE_MIN(len[i], left);
+
+		hdr_to_guest(t, &iov[off], cnt[i], c->peer_cid, c->guest_port, c->host_port,
+			     c->type, VIRTIO_VSOCK_OP_RW, l, 0, c->fwd_cnt);
+		len[i] = VSOCK_HDR_SIZE + l;
+		left -= l;
+	}
+	if (got) {
+		c->fwd_sent = c->fwd_cnt;
+		c->tx_cnt += (uint32_t)got;
+		/* The headers just sent carry our credit: no separate update owed. */
+		if (c->ctl_pending == CTL_CREDIT)
+			ctl_del(t, c);
+		c->ctl_pending &= (uint8_t)~CTL_CREDIT;
+		/* Bytes may still wait and the guest has no room: its CREDIT_UPDATE resumes. */
+		if ((c->ep.ev & EP_READABLE) && peer_credit(c) == 0)
+			credit_stall(t, c);
+	}
+	/* Round-robin: to the back of the line, or out of it. */
+	data_del(t, c);
+	data_update(t, c);
+	host_shutdown_check(t, c);
+	return i;
+}
+
+/*
+ * One packet owed to the guest into buffer @p buf (@p cnt pieces, @p cap bytes): a queued RST,
+ * a control packet, or data queued in to_guest. @return its length, 0 when none of these is
+ * owed (data a stream end has not read yet is direct_to_guest()'s).
+ */
+static uint32_t pkt_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int cnt,
+			     uint32_t cap)
+{
+	struct conn *c;
+
 	if (t->rst_count) {
 		const struct rst_entry *e = &t->rst[t->rst_head];
 
-		hdr_to_guest(t, buf, iovcnt, e->peer_cid, e->guest_port, e->host_port, e->type,
+		hdr_to_guest(t, buf, cnt, e->peer_cid, e->guest_port, e->host_port, e->type,
 			     VIRTIO_VSOCK_OP_RST, 0, 0, 0);
 		t->rst_head = (t->rst_head + 1) % RST_QUEUE_SIZE;
 		t->rst_count--;
 		return VSOCK_HDR_SIZE;
 	}
 	if (!TAILQ_EMPTY(&t->ctl))
-		return ctl_to_guest(t, TAILQ_FIRST(&t->ctl), buf, iovcnt);
-	if (!TAILQ_EMPTY(&t->data) && cap > VSOCK_HDR_SIZE)
-		return data_to_guest(t, TAILQ_FIRST(&t->data), buf, iovcnt, cap);
+		return ctl_to_guest(t, TAILQ_FIRST(&t->ctl), buf, cnt);
+	c = TAILQ_FIRST(&t->data);
+	if (c && c->to_guest.bytes && cap > VSOCK_HDR_SIZE)
+		return data_to_guest(t, c, buf, cnt, cap);
 	return 0;
+}
+
+unsigned int conn_to_guest_burst(struct conn_table *t, const struct iovec *iov,
+				 const unsigned int *cnt, const uint32_t *cap, unsigned int n,
+				 uint32_t *len)
+{
+	unsigned int i = 0, off = 0, misses = 0;
+
+	while (i < n) {
+		struct conn *c;
+		unsigned int k;
+
+		len[i] = pkt_to_guest(t, &iov[off], cnt[i], cap[i]);
+		if (len[i]) {
+			off += cnt[i++];
+			continue;
+		}
+		c = TAILQ_FIRST(&t->data);
+		if (!c || c->to_guest.bytes)
+			break;	/* nothing owed, or a buffer too small for data */
+		k = direct_to_guest(t, c, &iov[off], &cnt[i], &cap[i], n - i, &len[i]);
+		if (k == 0) {
+			/*
+			 * Nothing came: the end was empty (an old edge), ended or failed, and
+			 * left the data list; what it did may be owed now (SHUTDOWN, RST).
+			 */
+			if ((c->lists & L_DATA) || ++misses == DIRECT_MISSES_MAX)
+				break;
+			continue;
+		}
+		for (; k; k--)
+			off += cnt[i++];
+	}
+	return i;
+}
+
+uint32_t conn_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int iovcnt)
+{
+	size_t total = iov_total(buf, iovcnt);
+	uint32_t cap = (uint32_t)RTE_MIN(total, (size_t)UINT32_MAX), len;
+
+	if (cap < VSOCK_HDR_SIZE)
+		return 0;
+	return conn_to_guest_burst(t, buf, &iovcnt, &cap, 1, &len) ? len : 0;
 }
 
 bool conn_has_output(const struct conn_table *t)

@@ -10,7 +10,7 @@
  * One table belongs to one device and is used by one lcore at a time: no call takes a lock.
  * The polling worker drives it with three calls:
  * - conn_from_guest_run() for the packets of each burst dequeued from the tx ring;
- * - conn_to_guest() for every rx buffer it can fill while conn_has_output() says so;
+ * - conn_to_guest_burst() for the rx buffers of each burst while conn_has_output() says so;
  * - conn_poll_host() once per round, for the host sockets and the timers.
  * Nothing here blocks: every socket is non-blocking and every call does bounded work.
  */
@@ -180,11 +180,22 @@ unsigned int conn_from_guest_run(struct conn_table *t, const struct virtio_vsock
 				 unsigned int n);
 
 /**
- * Fill one guest rx buffer (writable pieces @p buf, header first, payload after) with the next
- * packet owed to the guest: control packets first, then data round-robin across connections,
- * never beyond the guest's credit. A buffer smaller than a header is left unused.
+ * Fill guest rx buffers, in order, with the packets owed to the guest: control packets first,
+ * then data round-robin across connections, never beyond the guest's credit. Buffer i is the
+ * next @p iovcnt[i] entries of @p iov (its writable pieces: header first, payload after) and
+ * holds @p cap[i] bytes, at least a header. A stream host end is read straight into the
+ * payload of as many consecutive buffers as one read fills (one recvmsg() for them all).
  *
- * @return bytes written (sizeof(struct virtio_vsock_hdr) + payload), 0 when nothing is owed.
+ * @return the buffers filled, from the first, each with its bytes (sizeof(struct
+ *   virtio_vsock_hdr) + payload) in @p len[i]; fewer than @p n when nothing more is owed now.
+ */
+unsigned int conn_to_guest_burst(struct conn_table *t, const struct iovec *iov,
+				 const unsigned int *iovcnt, const uint32_t *cap, unsigned int n,
+				 uint32_t *len);
+
+/**
+ * conn_to_guest_burst() for one buffer (writable pieces @p buf) of any size; one smaller
+ * than a header is left unused. @return bytes written, 0 when nothing is owed.
  */
 uint32_t conn_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int iovcnt);
 

@@ -209,10 +209,21 @@ static inline bool can_read(const struct conn *c)
 	return credit > c->to_guest.bytes && c->to_guest.bytes < TO_GUEST_MAX;
 }
 
+/*
+ * A stream end read straight into the guest's rx buffers (direct_to_guest()) once to_guest is
+ * empty: bytes may be waiting in it, the guest has room for some and still reads.
+ */
+static inline bool direct_ready(const struct conn *c)
+{
+	return (c->ep.caps & EP_CAP_READV) && c->to_guest.bytes == 0 &&
+	       (c->ep.ev & (EP_READABLE | EP_EOF | EP_RD_SHUT)) == EP_READABLE &&
+	       peer_credit(c) > 0;
+}
+
 /* On the data list while the guest may be sent bytes. */
 static inline void data_update(struct conn_table *t, struct conn *c)
 {
-	bool want = c->state == CS_ESTABLISHED && sendable(c) > 0;
+	bool want = c->state == CS_ESTABLISHED && (sendable(c) > 0 || direct_ready(c));
 
 	if (want && !(c->lists & L_DATA)) {
 		c->lists |= L_DATA;
