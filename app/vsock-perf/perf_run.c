@@ -3,6 +3,7 @@
  * A variant's run: its backend started (the app, or the engine in this process), the
  * frontend attached, every case of the plan on it, and the backend stopped.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,51 +33,81 @@ static long app_rss_kib(const char *field)
 }
 
 /*
- * The frontend and its guest driver on the backend's socket, with the variant's ring layout
- * (dp_attach_quiet() would take it from VFE_RING and print a TAP line per attach).
+ * The frontend and its guest driver on @p e's socket, with ring layout @p packed (dp_attach_quiet()
+ * would take it from VFE_RING and print a TAP line per attach). A VM labelled packed must run on
+ * packed rings: the JSON says so. 0, or -errno with @p err set.
  */
-static int attach(const struct vfe_vsock_conf *vc, const struct vfe_guest_conf *gc,
-		  struct result *r)
+int perf_attach(struct dp_env *e, bool packed, const struct vfe_guest_conf *gc, char *err,
+		size_t len)
 {
-	int rc = vfe_vsock_attach(&env.dp.v, env.dp.sock, vc);
+	struct vfe_vsock_conf vc = { .ring_size = plan.ring, .mem = { .size = 64u << 20 },
+				     .packed = packed };
+	int rc = vfe_vsock_attach(&e->v, e->sock, &vc);
 
 	if (rc < 0) {
-		snprintf(r->err, sizeof(r->err), "attach: %s: %.100s", strerror(-rc),
-			 env.dp.v.conn.err);
+		snprintf(err, len, "attach: %s: %.100s", strerror(-rc), e->v.conn.err);
 		return rc;
 	}
-	rc = vfe_guest_init(&env.dp.g, &env.dp.v, gc);
+	rc = vfe_guest_init(&e->g, &e->v, gc);
 	if (rc < 0) {
-		snprintf(r->err, sizeof(r->err), "guest driver: %s", strerror(-rc));
-		vfe_guest_fini(&env.dp.g);
-		vfe_vsock_close(&env.dp.v);
+		snprintf(err, len, "guest driver: %s", strerror(-rc));
+		vfe_guest_fini(&e->g);
+		vfe_vsock_close(&e->v);
 		return rc;
 	}
-	env.dp.attached = true;
+	e->attached = true;
+	if (e->v.vq[0].packed != packed ||
+	    !!(e->v.features & (1ULL << VIRTIO_F_RING_PACKED)) != packed) {
+		snprintf(err, len, "asked for %s rings, features %#llx", ring_name[packed],
+			 (unsigned long long)e->v.features);
+		dp_detach(e);
+		return -EPROTO;
+	}
 	return 0;
 }
 
 /*
- * Whether the engine polls the guest: until then a host connect is refused (a VM no
- * worker polls has no guest to answer it), so a case waits for it. In the process for the
- * native host end, through telemetry for the app's.
+ * Whether the engine polls the guest of VM @p cid: until then a host connect is refused (a VM
+ * no worker polls has no guest to answer it), so a case waits for it. In the process for the
+ * native host end (its one VM), through telemetry for the app's.
  */
-static bool vm_running(void)
+bool perf_vm_running(unsigned int cid)
 {
 	struct vsock_pmd_vm_info info;
 	char path[32];
 
 	if (cur_host == H_NATIVE)
 		return vsock_pmd_vm_info_get(0, &info) == 0 && info.running;
-	snprintf(path, sizeof(path), "%d.running", DP_CID);
+	snprintf(path, sizeof(path), "%u.running", cid);
 	return ops_tel_u64(&env, "/vsock/vms", path) == 1;
+}
+
+void perf_guest_polling(struct dp_env *e)
+{
+	unsigned int q;
+
+	if (plan.guest_irq)
+		return;
+	/*
+	 * A polling guest wants no interrupts. Split: used_event parked a full lap behind, so
+	 * the app signals once per 65536 entries at most. Packed: the driver event structure
+	 * says DISABLE, as Linux's virtqueue_disable_cb() does (an off_wrap behind would come
+	 * round again every two laps of the ring).
+	 */
+	for (q = 0; q < VFE_VSOCK_NQ; q++) {
+		struct vfe_vq *vq = &e->v.vq[q];
+
+		vq->track_used_event = false;
+		if (vq->packed)
+			vfe_vq_set_no_interrupt(vq, true);
+		else
+			vfe_vq_set_used_event(vq, (uint16_t)(vq->last_used - 1));
+	}
 }
 
 static void run_case(struct result *r)
 {
 	bool packed = plan.variants[r->variant].ring == R_PACKED;
-	struct vfe_vsock_conf vc = { .ring_size = plan.ring, .mem = { .size = 64u << 20 },
-				     .packed = packed };
 	struct vfe_guest_conf gc = perf_guest_conf(r->mode, r->payload);
 	char cmd[64];
 	long rss0;
@@ -88,41 +119,15 @@ static void run_case(struct result *r)
 		snprintf(r->err, sizeof(r->err), "the app refused '%s'", cmd);
 		return;
 	}
-	if (attach(&vc, &gc, r) < 0)
+	if (perf_attach(&env.dp, packed, &gc, r->err, sizeof(r->err)) < 0)
 		return;
-	/* A case labelled packed must have run on packed rings: the JSON says so. */
-	if (env.dp.v.vq[0].packed != packed ||
-	    !!(env.dp.v.features & (1ULL << VIRTIO_F_RING_PACKED)) != packed) {
-		snprintf(r->err, sizeof(r->err), "asked for %s rings, features %#llx",
-			 ring_name[packed], (unsigned long long)env.dp.v.features);
-		dp_detach(&env.dp);
-		return;
-	}
 	/* The engine takes the device over asynchronously; connect refuses until then. */
-	if (!DP_WAIT(&env.dp, vm_running(), MS)) {
+	if (!DP_WAIT(&env.dp, perf_vm_running(DP_CID), MS)) {
 		snprintf(r->err, sizeof(r->err), "the engine did not start polling the guest");
 		dp_detach(&env.dp);
 		return;
 	}
-	if (!plan.guest_irq) {
-		unsigned int q;
-
-		/*
-		 * A polling guest wants no interrupts. Split: used_event parked a full lap
-		 * behind, so the app signals once per 65536 entries at most. Packed: the
-		 * driver event structure says DISABLE, as Linux's virtqueue_disable_cb() does
-		 * (an off_wrap behind would come round again every two laps of the ring).
-		 */
-		for (q = 0; q < VFE_VSOCK_NQ; q++) {
-			struct vfe_vq *vq = &env.dp.v.vq[q];
-
-			vq->track_used_event = false;
-			if (vq->packed)
-				vfe_vq_set_no_interrupt(vq, true);
-			else
-				vfe_vq_set_used_event(vq, (uint16_t)(vq->last_used - 1));
-		}
-	}
+	perf_guest_polling(&env.dp);
 	/* Anonymous memory only: the guest's memory the app writes into is shared, not its own. */
 	rss0 = app_rss_kib("RssAnon:");
 	rc = perf_open_conns(r->mode, r->conns);

@@ -179,6 +179,11 @@ void perf_run_rr(struct result *r);
 /* The app's RSS with its default options, KiB (-1: not measured). */
 extern long rss_default_kib;
 bool perf_run_variant(unsigned int v, unsigned int rep);
+int perf_attach(struct dp_env *e, bool packed, const struct vfe_guest_conf *gc, char *err,
+		size_t len);
+bool perf_vm_running(unsigned int cid);
+/* No interrupts for a polling guest (unless --guest-irq). */
+void perf_guest_polling(struct dp_env *e);
 
 /* perf_report.c: the references, the summary table and the JSON records */
 void perf_measure_refs(void);
