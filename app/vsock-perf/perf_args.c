@@ -49,7 +49,14 @@ static void usage(void)
 	       "  --guest-irq       the guest asks for an interrupt per used entry, as Linux's\n"
 	       "                    driver; default: a polling guest that asks for none\n"
 	       "  --json FILE       one record per case\n"
-	       "  --smoke           seconds-long run, TAP output (the CI check)\n");
+	       "  --smoke           seconds-long run, TAP output (the CI check)\n"
+	       "  --isolation       instead of the cases: VMs 3 and 5 on one worker lcore,\n"
+	       "                    VM 3 streaming 64 KiB g2h packets to fast host readers\n"
+	       "                    while VM 5 ping-pongs 64 B; VM 5's round trips with the\n"
+	       "                    flood and without it, in alternate slices: --reps slices\n"
+	       "                    of each condition (default 10), --time seconds per slice\n"
+	       "                    (default 0.2), --conns the flood's connections (default 4);\n"
+	       "                    the first variant and ring layout, the uds host end\n");
 }
 
 static unsigned int parse_list(const char *s, unsigned int *out, unsigned int lo,
@@ -148,10 +155,11 @@ void perf_parse_args(int argc, char **argv)
 		{ "syscalls", 0, NULL, 's' }, { "callgrind", 0, NULL, 'g' },
 		{ "json", 1, NULL, 'j' }, { "guest-irq", 0, NULL, 'I' },
 		{ "smoke", 0, NULL, 'S' }, { "host", 1, NULL, 'H' }, { "rings", 1, NULL, 'L' },
-		{ "help", 0, NULL, 'h' },
+		{ "isolation", 0, NULL, 'i' }, { "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned int i, ring = 128, reps = 3;
+	bool reps_set = false, time_set = false, conns_set = false;
 	char buf[256], *save, *t;
 	int o;
 
@@ -187,6 +195,7 @@ void perf_parse_args(int argc, char **argv)
 			break;
 		case 'c':
 			plan.nb_conns = parse_list(optarg, plan.conns, 1, 1023);
+			conns_set = true;
 			break;
 		case 'v':
 			plan.nb_variants = 0;
@@ -205,9 +214,11 @@ void perf_parse_args(int argc, char **argv)
 			break;
 		case 'r':
 			reps = (unsigned int)atoi(optarg);
+			reps_set = true;
 			break;
 		case 't':
 			plan.secs = atof(optarg);
+			time_set = true;
 			break;
 		case 'R':
 			ring = (unsigned int)atoi(optarg);
@@ -256,6 +267,9 @@ void perf_parse_args(int argc, char **argv)
 				plan.rings[i] = true;
 			}
 			break;
+		case 'i':
+			plan.isolation = true;
+			break;
 		case 'h':
 			usage();
 			exit(0);
@@ -263,6 +277,12 @@ void perf_parse_args(int argc, char **argv)
 			usage();
 			exit(2);
 		}
+	}
+	/* Isolation: many short slices of each condition, a flood deep enough to last a trip. */
+	if (plan.isolation) {
+		reps = reps_set ? reps : 10;
+		plan.secs = time_set ? plan.secs : 0.2;
+		plan.flood_conns = conns_set ? plan.conns[0] : 4;
 	}
 	if (ring < 2 || ring > 1024 || (ring & (ring - 1)) || reps < 1 || reps > 100 ||
 	    !(plan.secs > 0) || plan.nb_variants == 0) {
@@ -274,6 +294,13 @@ void perf_parse_args(int argc, char **argv)
 	cross_axes();
 	if (plan.nb_variants == 0) {
 		fprintf(stderr, "vsock-perf: no host end or no ring layout\n");
+		exit(2);
+	}
+	/* One app with two VMs, measured as one thing: nothing to cross it with. */
+	if (plan.isolation && (plan.nb_variants > 1 || plan.variants[0].host != H_UDS ||
+			       plan.smoke || plan.refs || plan.syscalls || plan.callgrind)) {
+		fprintf(stderr, "vsock-perf: --isolation runs one variant and ring layout on the "
+			"uds host end, without --smoke, --refs, --syscalls or --callgrind\n");
 		exit(2);
 	}
 }

@@ -185,6 +185,45 @@ void perf_print_table(FILE *f)
 			"%ld KiB\n", rss_default_kib);
 }
 
+/* The isolation part (perf_iso.c): VM 5's round trips in each condition. */
+void perf_print_iso_table(FILE *f)
+{
+	const struct variant *var = &plan.variants[0];
+	const struct iso_result *q = &iso_results[ISO_QUIET], *fl = &iso_results[ISO_FLOOD];
+	unsigned int c, s;
+
+	if (nb_iso == 0)
+		return;
+	fprintf(f, "\nisolation: VM %d ping-pongs %u B while VM %d streams %u KiB g2h on %u "
+		"connections,\nboth on one worker lcore; quiet and flood slices alternated, %u of "
+		"each, %.2f s each\n(variant %s, %s rings, ring %u)\n", ISO_PEER_CID, ISO_PING,
+		DP_CID, ISO_FLOOD_PAYLOAD / 1024, plan.flood_conns, plan.reps, plan.secs,
+		var->name, ring_name[var->ring], plan.ring);
+	fprintf(f, "%-9s %11s %8s %8s %9s %12s %11s %9s %9s\n", "condition", "round trips",
+		"p50 us", "p99 us", "max us", "flood Gbit/s", "worker busy", "p50/quiet",
+		"p99/quiet");
+	for (c = 0; c < ISO_NB; c++) {
+		const struct iso_result *r = &iso_results[c];
+
+		fprintf(f, "%-9s %11llu %8.2f %8.2f %9.2f %12.2f %10.1f%% %8.2fx %8.2fx%s%s\n",
+			iso_cond_name[c], (unsigned long long)r->round_trips, r->p50, r->p99,
+			r->max, r->flood_gbps, r->busy >= 0 ? r->busy * 100 : NAN, r->p50_ratio,
+			r->p99_ratio, r->ok ? "" : "  FAILED: ", r->ok ? "" : r->err);
+	}
+	for (c = 0; c < ISO_NB; c++) {
+		const struct iso_result *r = &iso_results[c];
+
+		fprintf(f, "%s slices, p50 us:", iso_cond_name[c]);
+		for (s = 0; s < r->slices && s < MAX_SLICES; s++)
+			fprintf(f, " %.1f", r->slice_p50[s]);
+		fprintf(f, "\n");
+	}
+	/* The targets, for the reader; this part only measures. */
+	fprintf(f, "(targets: flood p50 within 2x the quiet one, %.2fx; flood p99 under 100 us, "
+		"%.2f us; worker busy: share of its cycles in rounds that moved packets)\n",
+		fl->p50 / q->p50, fl->p99);
+}
+
 static void json_num(FILE *f, const char *k, double v, bool comma)
 {
 	if (isnan(v) || isinf(v))
@@ -281,7 +320,36 @@ void perf_write_json(const char *path)
 		json_num(f, "rounds_per_packet", r->cg_rounds >= 0 ?
 			 r->cg_rounds / (double)RTE_MAX(r->vq_pkts, 1ull) : NAN, true);
 		json_num(f, "app_rss_bytes_per_conn", r->rss_per_conn, false);
-		fprintf(f, "}%s\n", i + 1 < nb_results ? "," : "");
+		fprintf(f, "}%s\n", i + 1 < nb_results || nb_iso ? "," : "");
+	}
+	/* The isolation part: one record per condition, VM 5's round trips ("direction"). */
+	for (i = 0; i < nb_iso; i++) {
+		const struct iso_result *r = &iso_results[i];
+
+		fprintf(f, "    {\"part\": \"isolation\", \"condition\": \"%s\", \"variant\": "
+			"\"%s\", \"host\": \"%s\", \"ring\": \"%s\", \"direction\": \"rr\", "
+			"\"payload\": %u, \"cid\": %d, \"flood_cid\": %d, "
+			"\"flood_direction\": \"g2h\", \"flood_payload\": %u, \"flood_conns\": %u, "
+			"\"flood\": %s, \"ok\": %s, \"error\": \"%s\", \"slices\": %u, "
+			"\"slice_seconds\": %g, \"seconds\": %.4f, \"round_trips\": %llu, ",
+			iso_cond_name[i], plan.variants[0].name, host_name[plan.variants[0].host],
+			ring_name[plan.variants[0].ring], ISO_PING, ISO_PEER_CID, DP_CID,
+			ISO_FLOOD_PAYLOAD, plan.flood_conns, i == ISO_FLOOD ? "true" : "false",
+			r->ok ? "true" : "false", r->ok ? "" : r->err, r->slices, plan.secs,
+			r->secs, (unsigned long long)r->round_trips);
+		json_num(f, "rtt_p50_us", r->p50, true);
+		json_num(f, "rtt_p99_us", r->p99, true);
+		json_num(f, "rtt_p999_us", r->p999, true);
+		json_num(f, "rtt_max_us", r->max, true);
+		fprintf(f, "\"flood_bytes\": %llu, ", (unsigned long long)r->flood_bytes);
+		json_num(f, "flood_gbps", r->flood_gbps, true);
+		json_num(f, "worker_busy_share", r->busy >= 0 ? r->busy : NAN, true);
+		json_num(f, "p50_over_quiet", r->p50_ratio, true);
+		json_num(f, "p99_over_quiet", r->p99_ratio, true);
+		fprintf(f, "\"slice_p50_us\": [");
+		for (v = 0; v < r->slices && v < MAX_SLICES; v++)
+			fprintf(f, "%s%.3f", v ? ", " : "", r->slice_p50[v]);
+		fprintf(f, "]}%s\n", i + 1 < nb_iso ? "," : "");
 	}
 	fprintf(f, "  ]\n}\n");
 	fclose(f);

@@ -16,6 +16,8 @@
  * Variants (host end, ring layout and backend settings) run alternately, A B A B ..., each
  * as a fresh backend instance that runs every case; the summary gives medians per variant
  * and their ratios. See doc/performance.md.
+ *
+ * --isolation instead measures what a VM's flood costs its neighbour on one lcore (perf_iso.c).
  */
 #include <math.h>
 #include <signal.h>
@@ -142,6 +144,15 @@ int main(int argc, char **argv)
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	/* The isolation part is its own run: one app with two VMs (perf_iso.c). */
+	if (plan.isolation) {
+		bool ok = perf_run_isolation();
+
+		if (plan.json)
+			perf_write_json(plan.json);
+		perf_print_iso_table(stdout);
+		return ok ? 0 : 1;
 	}
 	if (plan.refs)
 		perf_measure_refs();

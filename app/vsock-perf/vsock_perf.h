@@ -24,6 +24,8 @@ struct rte_mbuf;
 #define MAX_LIST 16
 #define MAX_VARIANTS 8
 #define MAX_RESULTS 4096
+/* Isolation: slices of each condition, at most (--reps). */
+#define MAX_SLICES 100
 #define RTT_MAX (1u << 21)
 #define RECV_BUF PERF_PAT_RUN
 #define DRAIN_NS 5000000000ull
@@ -74,6 +76,8 @@ struct plan {
 	bool syscalls;		/* perf stat the worker's syscalls in each window */
 	bool callgrind;		/* the app runs under callgrind: zero, dump around windows */
 	bool guest_irq;		/* the guest wants an interrupt per used entry (Linux) */
+	bool isolation;		/* the isolation part (perf_iso.c) instead of the cases */
+	unsigned int flood_conns;	/* isolation: VM 3's flood connections */
 	const char *json;
 };
 
@@ -122,6 +126,30 @@ struct pconn {
 	uint64_t bad_at;	/* UINT64_MAX: every byte matched */
 };
 
+/* The isolation part: VM 5's ping (bytes each way), VM 3's flood packets (bytes). */
+#define ISO_PEER_CID 5
+#define ISO_PING 64u
+#define ISO_FLOOD_PAYLOAD 65536u
+
+/* The isolation part's two conditions: VM 3 idle, VM 3 flooding. */
+enum iso_cond { ISO_QUIET, ISO_FLOOD, ISO_NB };
+extern const char *const iso_cond_name[ISO_NB];
+
+/* The neighbour's (VM 5's) round trips in one condition, over all its slices. */
+struct iso_result {
+	bool ok;
+	char err[160];
+	unsigned int slices;
+	double secs;			/* measured, the slices together */
+	uint64_t round_trips;
+	double p50, p99, p999, max;	/* microseconds */
+	double slice_p50[MAX_SLICES];	/* each slice's own median, microseconds */
+	uint64_t flood_bytes;		/* VM 3's bytes the host readers took in the slices */
+	double flood_gbps;
+	double busy;			/* the worker's busy share of its cycles; -1: unknown */
+	double p50_ratio, p99_ratio;	/* over the quiet condition's */
+};
+
 /* The reference figures (--refs): what the machine does without the backend. */
 struct refs {
 	double cl_rtt_ns;
@@ -144,6 +172,9 @@ extern struct pconn *pconns;
 extern enum host cur_host;
 /* Native host mbufs that did not come back to their pool, over every native run. */
 extern unsigned int native_lost;
+/* The isolation part's results, once it ran (nb_iso: conditions measured, 0 or ISO_NB). */
+extern struct iso_result iso_results[ISO_NB];
+extern unsigned int nb_iso;
 
 /* perf_args.c: the command line */
 void perf_parse_args(int argc, char **argv);
@@ -185,9 +216,13 @@ bool perf_vm_running(unsigned int cid);
 /* No interrupts for a polling guest (unless --guest-irq). */
 void perf_guest_polling(struct dp_env *e);
 
+/* perf_iso.c: the isolation part; whether the app exited cleanly */
+bool perf_run_isolation(void);
+
 /* perf_report.c: the references, the summary table and the JSON records */
 void perf_measure_refs(void);
 void perf_print_table(FILE *f);
+void perf_print_iso_table(FILE *f);
 void perf_write_json(const char *path);
 
 #endif /* APP_VSOCK_PERF_VSOCK_PERF_H */
