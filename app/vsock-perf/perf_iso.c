@@ -297,6 +297,8 @@ static void finish(void)
 		r->p99 = pct(rtt[c], n, 0.99);
 		r->p999 = pct(rtt[c], n, 0.999);
 		r->max = n ? (double)rtt[c][n - 1] / 1e3 : 0;
+		for (r->slow = 0; r->slow < n && rtt[c][n - 1 - r->slow] > ISO_SLOW_US * 1000ull;)
+			r->slow++;
 		r->flood_gbps = r->secs > 0 ? (double)r->flood_bytes * 8 / (r->secs * 1e9) : 0;
 		if (r->ok && n == 0) {
 			r->ok = false;

@@ -130,6 +130,7 @@ struct pconn {
 #define ISO_PEER_CID 5
 #define ISO_PING 64u
 #define ISO_FLOOD_PAYLOAD 65536u
+#define ISO_SLOW_US 1000
 
 /* The isolation part's two conditions: VM 3 idle, VM 3 flooding. */
 enum iso_cond { ISO_QUIET, ISO_FLOOD, ISO_NB };
@@ -143,6 +144,8 @@ struct iso_result {
 	double secs;			/* measured, the slices together */
 	uint64_t round_trips;
 	double p50, p99, p999, max;	/* microseconds */
+	/* Over ISO_SLOW_US: stalls, counted as such; a percentile of few round trips hides them. */
+	uint64_t slow;
 	double slice_p50[MAX_SLICES];	/* each slice's own median, microseconds */
 	uint64_t flood_bytes;		/* VM 3's bytes the host readers took in the slices */
 	double flood_gbps;
