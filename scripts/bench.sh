@@ -6,8 +6,8 @@
 #   scripts/bench.sh --quick    one repetition, short cases (about 4 minutes)
 #
 # Environment: BUILD (default build), OUT (default $BUILD/bench), REPS, TIME (seconds per case),
-# PARTS (default "payload wait burst conns native rings isolation callgrind": the comparisons to
-# run), ISO_SLICES and ISO_TIME (the isolation part's slices of each condition, seconds each).
+# PARTS (default "payload wait burst conns native rings irq isolation callgrind": the comparisons
+# to run), ISO_SLICES and ISO_TIME (the isolation part's slices of each condition, seconds each).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,7 +15,7 @@ BUILD=${BUILD:-$ROOT/build}
 OUT=${OUT:-$BUILD/bench}
 REPS=${REPS:-5}
 TIME=${TIME:-1}
-PARTS=${PARTS:-payload wait burst conns native rings isolation callgrind}
+PARTS=${PARTS:-payload wait burst conns native rings irq isolation callgrind}
 ISO_SLICES=${ISO_SLICES:-10}
 ISO_TIME=${ISO_TIME:-0.2}
 CG=1
@@ -64,6 +64,9 @@ want native && run native "${SYS[@]}" --host uds,native
 # The ring layout the guest asks for: split against packed (VIRTIO_F_RING_PACKED), A B A B;
 # the ratio column is packed/split.
 want rings && run rings --rings split,packed --payloads 64,4096,65536
+# A guest that wants an interrupt per used entry, as Linux's driver: EVENT_IDX should bring the
+# interrupts per packet near 1/burst at full rate (the irq/pk column).
+want irq && run irq --guest-irq --modes g2h,h2g --payloads 64,4096
 # Isolation: VM 5's 64 B round trips on the lcore where VM 3 streams 64 KiB guest -> host, in
 # quiet and flood slices alternated; its own slices and slice length (the later options win).
 want isolation && run isolation --isolation --reps "$ISO_SLICES" --time "$ISO_TIME"
