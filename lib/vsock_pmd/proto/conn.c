@@ -718,6 +718,21 @@ static uint32_t ctl_to_guest(struct conn_table *t, struct conn *c, const struct 
 	return VSOCK_HDR_SIZE;
 }
 
+/*
+ * RW packets with @p bytes of payload went to the guest: counted, and their headers carried
+ * our credit, so no separate update is owed. Round-robin: to the back of the line, or out of it.
+ */
+static void data_sent(struct conn_table *t, struct conn *c, uint32_t bytes)
+{
+	c->fwd_sent = c->fwd_cnt;
+	c->tx_cnt += bytes;
+	if (c->ctl_pending == CTL_CREDIT)
+		ctl_del(t, c);
+	c->ctl_pending &= (uint8_t)~CTL_CREDIT;
+	data_del(t, c);
+	data_update(t, c);
+}
+
 static uint32_t data_to_guest(struct conn_table *t, struct conn *c, const struct iovec *buf,
 			      unsigned int cnt, size_t cap)
 {
@@ -740,15 +755,7 @@ static uint32_t data_to_guest(struct conn_table *t, struct conn *c, const struct
 	mq_consume(&c->to_guest, done, &t->to_guest_held);
 	hdr_to_guest(t, buf, cnt, c->peer_cid, c->guest_port, c->host_port, c->type,
 		     VIRTIO_VSOCK_OP_RW, done, flags, c->fwd_cnt);
-	c->fwd_sent = c->fwd_cnt;
-	c->tx_cnt += done;
-	/* The header just sent carries our credit: no separate update owed. */
-	if (c->ctl_pending == CTL_CREDIT)
-		ctl_del(t, c);
-	c->ctl_pending &= (uint8_t)~CTL_CREDIT;
-	/* Round-robin: to the back of the line, or out of it. */
-	data_del(t, c);
-	data_update(t, c);
+	data_sent(t, c, done);
 	if (c->to_guest.bytes == 0)
 		host_shutdown_check(t, c);
 	credit_resume(t, c);
@@ -810,19 +817,13 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 		left -= l;
 	}
 	if (got) {
-		c->fwd_sent = c->fwd_cnt;
-		c->tx_cnt += (uint32_t)got;
-		/* The headers just sent carry our credit: no separate update owed. */
-		if (c->ctl_pending == CTL_CREDIT)
-			ctl_del(t, c);
-		c->ctl_pending &= (uint8_t)~CTL_CREDIT;
+		data_sent(t, c, (uint32_t)got);
 		/* Bytes may still wait and the guest has no room: its CREDIT_UPDATE resumes. */
 		if ((c->ep.ev & EP_READABLE) && peer_credit(c) == 0)
 			credit_stall(t, c);
+	} else {
+		data_update(t, c);	/* empty or ended: out of the line */
 	}
-	/* Round-robin: to the back of the line, or out of it. */
-	data_del(t, c);
-	data_update(t, c);
 	host_shutdown_check(t, c);
 	return i;
 }
