@@ -189,6 +189,18 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+void perf_rtt_sort(uint64_t *ns, uint64_t n)
+{
+	qsort(ns, n, sizeof(ns[0]), cmp_u64);
+}
+
+double perf_rtt_pct(const uint64_t *sorted, uint64_t n, double p)
+{
+	uint64_t i = (uint64_t)((double)n * p);
+
+	return n ? (double)sorted[i < n ? i : n - 1] / 1e3 : 0;
+}
+
 /*
  * Ping-pong: the host writes a request, the guest reads it whole and writes the same
  * number of bytes back, the host reads them all. RTT is host send to host receive.
@@ -281,10 +293,10 @@ void perf_run_rr(struct result *r)
 	r->mpps = (double)cnt / (double)(t1 - t0) * 1e3;
 	r->gbps = (double)r->bytes * 8 / (double)(t1 - t0);
 	if (cnt) {
-		qsort(rtts, cnt, sizeof(rtts[0]), cmp_u64);
-		r->p50 = rtts[cnt / 2] / 1e3;
-		r->p99 = rtts[(uint64_t)(cnt * 0.99)] / 1e3;
-		r->p999 = rtts[(uint64_t)(cnt * 0.999)] / 1e3;
+		perf_rtt_sort(rtts, cnt);
+		r->p50 = perf_rtt_pct(rtts, cnt, 0.5);
+		r->p99 = perf_rtt_pct(rtts, cnt, 0.99);
+		r->p999 = perf_rtt_pct(rtts, cnt, 0.999);
 	}
 	verify(r, n);
 	if (stalled) {

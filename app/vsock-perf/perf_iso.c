@@ -48,13 +48,6 @@ static uint64_t nb_rtt[ISO_NB];
 static uint64_t cyc_all[ISO_NB], cyc_busy[ISO_NB];
 static bool cyc_ok[ISO_NB];
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * The flood, one turn: VM 3's guest sends whole 64 KiB packets within each connection's credit
  * (if @p more), then the host readers take what is there. Every byte is checked against the
@@ -222,8 +215,8 @@ static bool slice(enum iso_cond c, char *err, size_t len)
 	r->secs += (double)(t1 - t0) / 1e9;
 	r->flood_bytes += b1 - b0;
 	if (r->slices < MAX_SLICES && nb_rtt[c] > k0) {
-		qsort(rtt[c] + k0, nb_rtt[c] - k0, sizeof(rtt[c][0]), cmp_u64);
-		r->slice_p50[r->slices] = (double)rtt[c][k0 + (nb_rtt[c] - k0) / 2] / 1e3;
+		perf_rtt_sort(rtt[c] + k0, nb_rtt[c] - k0);
+		r->slice_p50[r->slices] = perf_rtt_pct(rtt[c] + k0, nb_rtt[c] - k0, 0.5);
 	}
 	r->slices++;
 	if (flood) {
@@ -274,13 +267,6 @@ static bool books(char *err, size_t len)
 	return true;
 }
 
-static double pct(const uint64_t *v, uint64_t n, double p)
-{
-	uint64_t i = (uint64_t)((double)n * p);
-
-	return n ? (double)v[i < n ? i : n - 1] / 1e3 : 0;
-}
-
 /* The figures of each condition from its round trips and books. */
 static void finish(void)
 {
@@ -290,12 +276,12 @@ static void finish(void)
 		struct iso_result *r = &iso_results[c];
 		uint64_t n = nb_rtt[c];
 
-		qsort(rtt[c], n, sizeof(rtt[c][0]), cmp_u64);
+		perf_rtt_sort(rtt[c], n);
 		r->round_trips = n;
 		r->busy = cyc_ok[c] && cyc_all[c] ? (double)cyc_busy[c] / (double)cyc_all[c] : -1;
-		r->p50 = pct(rtt[c], n, 0.5);
-		r->p99 = pct(rtt[c], n, 0.99);
-		r->p999 = pct(rtt[c], n, 0.999);
+		r->p50 = perf_rtt_pct(rtt[c], n, 0.5);
+		r->p99 = perf_rtt_pct(rtt[c], n, 0.99);
+		r->p999 = perf_rtt_pct(rtt[c], n, 0.999);
 		r->max = n ? (double)rtt[c][n - 1] / 1e3 : 0;
 		for (r->slow = 0; r->slow < n && rtt[c][n - 1 - r->slow] > ISO_SLOW_US * 1000ull;)
 			r->slow++;

@@ -208,6 +208,9 @@ uint64_t perf_total_rcvd(unsigned int n);
 /* perf_case.c: one measured window of the stream and round-trip cases */
 void perf_run_stream(struct result *r);
 void perf_run_rr(struct result *r);
+/* Sort @p n round trips (ns); percentile @p p (0..1) of the sorted ones, in us (0: none). */
+void perf_rtt_sort(uint64_t *ns, uint64_t n);
+double perf_rtt_pct(const uint64_t *sorted, uint64_t n, double p);
 
 /* perf_run.c: one variant's backend and every case on it */
 /* The app's RSS with its default options, KiB (-1: not measured). */
