@@ -24,6 +24,12 @@ extern "C" {
 /** Packets handled per virtqueue per poll, as testpmd's "set burst". */
 #define VSOCK_PMD_BURST_DEFAULT 32
 #define VSOCK_PMD_BURST_MAX 512
+/**
+ * Bytes of guest buffers (headers included) one VM moves per queue in one round of its
+ * worker, the first packet always taken: the rest waits for the VM's next round, so that
+ * large packets leave the lcore to the other VMs between rounds (budget_cuts counts it).
+ */
+#define VSOCK_PMD_ROUND_BYTES (256u * 1024)
 /** Payload mbufs per VM (its share of its NUMA node's pool): default and bounds. */
 #define VSOCK_PMD_MBUFS_DEFAULT 8192
 #define VSOCK_PMD_MBUFS_MIN 64
@@ -218,6 +224,8 @@ struct vsock_pmd_queue_stats {
 	uint64_t interrupts;		/**< interrupts sent to the guest */
 	uint64_t kicks;			/**< guest notifications seen (polled: needs none) */
 	uint64_t ring_errors;		/**< malformed chains (the queue is then stopped) */
+	/** Bursts cut at VSOCK_PMD_ROUND_BYTES: the rest waited for the next round. */
+	uint64_t budget_cuts;
 	/** Bursts by packets moved, counted while record-burst-stats is on. */
 	uint64_t burst_hist[VSOCK_PMD_BURST_MAX + 1];
 };

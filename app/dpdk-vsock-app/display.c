@@ -180,6 +180,8 @@ static void print_vm(const struct vsock_pmd_vm_info *vi, const struct vsock_pmd_
 	printf("  %-14s %14" PRIu64 " %14" PRIu64 "\n", "interrupts", rx->interrupts,
 	       tx->interrupts);
 	printf("  %-14s %14" PRIu64 " %14" PRIu64 "\n", "guest kicks", rx->kicks, tx->kicks);
+	printf("  %-14s %14" PRIu64 " %14" PRIu64 "\n", "budget cuts", rx->budget_cuts,
+	       tx->budget_cuts);
 	printf("  %-14s %14" PRIu64 " %14" PRIu64 "%s\n", "ring errors", rx->ring_errors,
 	       tx->ring_errors, vi->ring_broken[0] || vi->ring_broken[1] ? "  (ring stopped)" : "");
 	if (c->record_burst_stats) {

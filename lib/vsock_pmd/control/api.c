@@ -114,6 +114,7 @@ static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 		qs->used_idx_flushes = old->used_idx_stores + rd(&cur->used_idx_stores);
 		qs->interrupts = rd(&ds->guest_notifications[q]);
 		qs->bursts = rd(&ds->bursts[q]);
+		qs->budget_cuts = rd(&ds->budget_cuts[q]);
 		qs->kicks = dev->history.kicks[q] + rd(&ds->kicks[q]);
 		for (e = 1; e < VIRTQ_ERR_MAX; e++) {
 			uint64_t n = old->errors[e] + rd(&cur->errors[e]);

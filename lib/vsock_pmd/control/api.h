@@ -19,7 +19,8 @@
 	X(mempool_exhausted) X(tx_backpressure) X(rx_ring_full) X(rst_dropped) \
 	X(short_packets) X(small_rx_buffers) X(errors_total)
 #define VSOCK_QUEUE_COUNTERS(X) \
-	X(packets) X(bursts) X(used_idx_flushes) X(interrupts) X(kicks) X(ring_errors)
+	X(packets) X(bursts) X(used_idx_flushes) X(interrupts) X(kicks) X(ring_errors) \
+	X(budget_cuts)
 #define VSOCK_LCORE_COUNTERS(X) \
 	X(polls) X(busy_polls) X(lost_kicks) X(cycles) X(busy_cycles) X(cycles_pkts)
 

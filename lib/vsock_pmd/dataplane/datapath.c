@@ -36,6 +36,31 @@
 #define RX_CHUNK 8
 
 /*
+ * Bytes of the guest's buffers one device moves per direction in one round; what is beyond
+ * waits for its next round. A burst of 32 packets of 64 KiB is 2 MiB, over 100 us of
+ * copying on this machine's cores, while every other VM on the lcore waits for the round to
+ * end: the burst bounds a round's packets, this its bytes (the kernel's vhost weighs its
+ * work by both, too). 256 KiB keeps one sendmsg() or recvmsg() per round large enough that
+ * its syscall stays a small part of its copy (doc/performance.md, the isolation part).
+ */
+#define ROUND_BYTES VSOCK_PMD_ROUND_BYTES
+
+/*
+ * Whether a packet of @p bytes fits in what is left of a round's ROUND_BYTES, @p room. The
+ * first packet of a round always does, however large: every round makes progress.
+ */
+static inline bool round_fits(uint64_t room, uint64_t bytes)
+{
+	return bytes <= room || room == ROUND_BYTES;
+}
+
+/* What is left of @p room after a packet of @p bytes. */
+static inline uint64_t round_take(uint64_t room, uint64_t bytes)
+{
+	return room - RTE_MIN(room, bytes);
+}
+
+/*
  * DPDK signals through its own copy of the used index, so it is brought up to
  * date first. The trylock variant never makes the lcore wait for the control
  * thread; a notification it could not send stays pending for the next round.
@@ -158,18 +183,41 @@ static uint16_t tx_span(struct datapath_scratch *s, uint16_t i, uint16_t n)
 	return j - i;
 }
 
+/*
+ * A burst of @p n chains of which only the first @p kept fit in the round's ROUND_BYTES: the
+ * rest go back to the ring. Next time the burst asks for one chain more than it kept: while
+ * the packets stay this large, one chain is walked twice per round, not the rest of a burst.
+ */
+static void tx_round_cut(struct dp_dev *dev, struct virtq *vq, uint16_t kept, uint16_t n)
+{
+	vq_unget(vq, n - kept);
+	dev->tx_ask = kept + 1;
+	dev->stats.budget_cuts[VSOCK_VQ_TX]++;
+}
+
 static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_TX];
 	uint16_t i, j, k, n, taken;
+	uint64_t room = ROUND_BYTES;
 
-	n = vq_dequeue_burst(vq, s->chains, burst_size(dev));
+	n = vq_dequeue_burst(vq, s->chains, RTE_MIN(burst_size(dev), dev->tx_ask));
 	if (unlikely(vq->broken))
 		report_broken(dev, VSOCK_VQ_TX);
 	/* One copy of each header: the guest may rewrite its buffer while we parse it. */
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (unlikely(!round_fits(room, s->chains[i].readable_len)))
+			break;
+		room = round_take(room, s->chains[i].readable_len);
 		s->hdr_ok[i] = virtq_chain_read(&s->chains[i], 0, &s->hdrs[i], VSOCK_HDR_SIZE) ==
 			       VSOCK_HDR_SIZE;
+	}
+	if (unlikely(i < n)) {
+		tx_round_cut(dev, vq, i, n);
+		n = i;
+	} else if (unlikely(n == dev->tx_ask)) {
+		dev->tx_ask = VSOCK_PMD_BURST_MAX;	/* smaller packets: whole bursts again */
+	}
 	for (i = 0; i < n; i += k) {
 		if (unlikely(!s->hdr_ok[i])) {
 			report_short(dev, s->chains[i].readable_len);
@@ -200,28 +248,32 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s
 
 /*
  * Chains [i, i + k) that hold a header, their writable pieces laid out in s->iov for one
- * conn_to_guest_burst().
+ * conn_to_guest_burst(): as many as the round's @p room holds if each is filled. None when
+ * the first does not fit in the room.
  */
-static uint16_t rx_span(struct datapath_scratch *s, uint16_t i, uint16_t n)
+static uint16_t rx_span(struct datapath_scratch *s, uint16_t i, uint16_t n, uint64_t room)
 {
 	unsigned int niov = 0;
 	uint16_t j;
 
 	for (j = i; j < n && s->chains[j].writable_len >= VSOCK_HDR_SIZE &&
+	     round_fits(room, s->chains[j].writable_len) &&
 	     niov + s->chains[j].nr_pieces - s->chains[j].nr_readable <= RTE_DIM(s->iov); j++) {
 		s->iov_cnt[j - i] = chain_writable_iov(&s->chains[j], &s->iov[niov]);
 		s->cap[j - i] = s->chains[j].writable_len;
+		room = round_take(room, s->cap[j - i]);
 		niov += s->iov_cnt[j - i];
 	}
 	return j - i;
 }
 
 /*
- * Fill the @p n rx chains dequeued into s->chains with what the connections owe. @return
- * chains used; fewer than @p n when nothing more was owed (the rest went back to the ring).
+ * Fill the @p n rx chains dequeued into s->chains with what the connections owe, within the
+ * round's @p room: what is left of it comes back, 0 once spent. @return chains used; fewer
+ * than @p n when nothing more was owed or the room ran out (the rest went back to the ring).
  */
 static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct datapath_scratch *s,
-			uint16_t n)
+			uint16_t n, uint64_t *room)
 {
 	uint16_t i = 0, j, k, filled;
 
@@ -232,19 +284,25 @@ static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct datapath_sc
 			vq_complete(vq, &s->chains[i++], 0);
 			continue;
 		}
-		k = rx_span(s, i, n);
+		k = rx_span(s, i, n, *room);
+		if (unlikely(k == 0)) {
+			*room = 0;	/* the next buffer would overrun it: the round is over */
+			break;
+		}
 		filled = (uint16_t)conn_to_guest_burst(dev->conns, s->iov, s->iov_cnt, s->cap, k,
 						       s->len);
-		for (j = 0; j < filled; j++)
+		for (j = 0; j < filled; j++) {
 			vq_complete(vq, &s->chains[i + j], s->len[j]);
-		i += filled;
-		if (filled < k) {
-			/* Nothing more owed: keep the rest of the guest's buffers for later. */
-			vq_unget(vq, n - i);
-			return i;
+			*room = round_take(*room, s->len[j]);
 		}
+		i += filled;
+		if (filled < k)
+			break;	/* nothing more owed */
 	}
-	return n;
+	/* Keep the rest of the guest's buffers for later. */
+	if (i < n)
+		vq_unget(vq, n - i);
+	return i;
 }
 
 /*
@@ -260,6 +318,7 @@ static unsigned int host_to_guest(struct dp_dev *dev, struct datapath_scratch *s
 	struct virtq *vq = &dev->vq[VSOCK_VQ_RX];
 	uint16_t want = burst_size(dev), n = 0, done = 0, filled = 0;
 	uint16_t chunk = dev->rx_filled_all ? want : RX_CHUNK;
+	uint64_t room = ROUND_BYTES;
 
 	if (!conn_has_output(dev->conns))
 		return 0;
@@ -269,12 +328,14 @@ static unsigned int host_to_guest(struct dp_dev *dev, struct datapath_scratch *s
 		n = vq_dequeue_burst(vq, s->chains, ask);
 		if (unlikely(vq->broken))
 			report_broken(dev, VSOCK_VQ_RX);
-		filled = rx_fill(dev, vq, s, n);
+		filled = rx_fill(dev, vq, s, n, &room);
 		done += filled;
-		if (filled < ask)
+		if (filled < ask || room == 0)
 			break;
 	}
 	dev->rx_filled_all = done == want;
+	if (unlikely(room == 0) && done < want && conn_has_output(dev->conns))
+		dev->stats.budget_cuts[VSOCK_VQ_RX]++;
 	/* End of burst: the guest reads nothing until used->idx moves. */
 	vq_flush(vq);
 	count_burst(dev, VSOCK_VQ_RX, done);
@@ -292,6 +353,7 @@ void dp_dev_init(struct dp_dev *dev, uint64_t cid, unsigned int burst)
 	dev->kick_fd[VSOCK_VQ_TX] = -1;
 	dev->cid = cid;
 	dev->burst = burst;
+	dev->tx_ask = VSOCK_PMD_BURST_MAX;
 	dev->host_epoll_interval = rte_get_tsc_hz() / 1000000 * HOST_EPOLL_BUSY_US;
 }
 

@@ -27,6 +27,7 @@ struct dp_stats {
 	uint64_t small_rx_buffers;	/* rx buffers too small for a header, returned empty */
 	uint64_t tx_backpressure;	/* bursts cut short: the connections could not take more */
 	uint64_t rx_ring_full;		/* rounds with data owed and no guest rx buffer */
+	uint64_t budget_cuts[VSOCK_NR_VQ];	/* bursts cut at the round's byte budget */
 	/*
 	 * --wait-mode notify/adaptive: guest kicks the sleeping worker drained from kick_fd
 	 * (in poll mode the control side drains and counts them, in its own counter).
@@ -58,6 +59,7 @@ struct dp_dev {
 	bool broken_reported[VSOCK_NR_VQ];
 	bool poll_busy;		/* the last poll did some work */
 	bool rx_filled_all;		/* the last rx burst filled every chain it asked for */
+	uint16_t tx_ask;		/* most tx chains a burst takes: fewer after a byte cut */
 	uint64_t host_epoll_tsc;	/* last socket readiness check */
 	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */
 	/*
