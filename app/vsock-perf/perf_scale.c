@@ -27,13 +27,15 @@
  * Repetitions are the outer loop, the counts the inner one (1, 16, 64, 1, 16, 64, ...): the
  * machine changes speed from one minute to the next, and each count then sees every state.
  *
- * Resources: every VM of the app gets --mbufs SCALE_MBUFS payload mbufs (the default 8192 per VM
- * would take 1.2 GiB at 64 VMs, over the benchmark's -m 512 without hugepages), the same at
- * every count so the figures compare. Each guest's memory is a 64 MiB memfd, touched only where
- * its rings and buffers are (small buffers on the idle VMs). This process holds about a dozen
- * fds per VM (its vhost-user socket, memfd, kick and call eventfds); the app raises its own
- * limit. One app serves at most VSOCK_PMD_MAX_VMS VMs (include/vsock_pmd.h, 64 today): the
- * engine's fixed VM table, and the worker's, are that long; --vms refuses larger counts.
+ * Resources: every VM of the app gets --mbufs SCALE_MBUFS payload mbufs, the same at every count
+ * so that the figures compare: the default 8192 per VM would take 1.2 GiB at 64 VMs, over the
+ * benchmark's -m 512 without hugepages; 256 leave VM 3's one connection more than its 256 KiB
+ * of credit in 2 KiB mbufs, and 256 VMs fit in 512 MiB with them (tried with the table below
+ * made 256 long). Each guest's memory is a 64 MiB memfd, touched only where its rings and
+ * buffers are (small buffers on the idle VMs). This process holds about a dozen fds per VM (its
+ * vhost-user socket, memfd, kick and call eventfds); the app raises its own limit. One app
+ * serves at most VSOCK_PMD_MAX_VMS VMs (include/vsock_pmd.h, 64 today): the engine's VM table,
+ * and each worker's, are that long; --vms refuses larger counts.
  */
 #include <errno.h>
 #include <math.h>
@@ -49,7 +51,7 @@
 #include "vsock_perf.h"
 
 /* Payload mbufs per VM, as an app option. */
-#define SCALE_MBUFS "1024"
+#define SCALE_MBUFS "256"
 /* Before the idle window: the attaches' last control work done. */
 #define SCALE_SETTLE_US 100000
 /* The guests' attaches and the engine's takeovers, all of them: longer than one's. */
