@@ -399,9 +399,9 @@ void perf_print_scale_table(FILE *f)
 		return;
 	fprintf(f, "\nscale: VM 3 active, the other VMs attached and idle, all on worker lcore 1;"
 		"\nVM 3's %u B ping-pong and %u KiB g2h stream, and a window with every VM idle;\n"
-		"%u repetitions of each count alternated, %.2f s per window (variant %s, %s "
+		"%u repetition%s of each count alternated, %.2f s per window (variant %s, %s "
 		"rings,\nring %u, --mbufs %s per VM)\n", SCALE_PING, SCALE_STREAM / 1024,
-		plan.reps, plan.secs, var->name, ring_name[var->ring], plan.ring, SCALE_MBUFS);
+		plan.reps, plan.reps == 1 ? "" : "s", plan.secs, var->name, ring_name[var->ring], plan.ring, SCALE_MBUFS);
 	fprintf(f, "%5s | %8s %8s %9s | %10s %9s | %9s %9s %9s %10s\n", "VMs", "p50 us",
 		"p99 us", "p50/base", "g2h Gbit/s", "Gb/base", "round ns", "wall ns",
 		"round/VMs", "ns/idle VM");
@@ -470,11 +470,11 @@ int perf_scale_smoke(void)
 	for (i = 0; i < nb_scale; i++) {
 		const struct scale_result *r = &scale_results[i];
 
-		tap_ok(r->ok && r->round_trips > 0 && r->bytes > 0, "scale %u VMs on lcore 1: VM "
+		tap_ok(r->ok && r->round_trips > 0 && r->bytes > 0, "scale, %u VM(s) on lcore 1: VM "
 		       "3's %llu round trips and %llu g2h bytes verified (p50 %.2f us, %.2f "
 		       "Gbit/s)%s%s", r->vms, (unsigned long long)r->round_trips,
 		       (unsigned long long)r->bytes, r->p50, r->gbps, r->ok ? "" : ": ", r->err);
-		tap_ok(r->rounds > 0 && r->round_ns > 0, "scale %u VMs: the worker's idle rounds "
+		tap_ok(r->rounds > 0 && r->round_ns > 0, "scale, %u VM(s): the worker's idle rounds "
 		       "counted (%llu rounds, %.1f ns each)", r->vms,
 		       (unsigned long long)r->rounds, r->round_ns);
 	}
