@@ -6,8 +6,9 @@
 #   scripts/bench.sh --quick    one repetition, short cases (about 4 minutes)
 #
 # Environment: BUILD (default build), OUT (default $BUILD/bench), REPS, TIME (seconds per case),
-# PARTS (default "payload wait burst conns native rings irq isolation callgrind": the comparisons
-# to run), ISO_SLICES and ISO_TIME (the isolation part's slices of each condition, seconds each).
+# PARTS (default "payload wait burst conns native rings irq isolation scale callgrind": the
+# comparisons to run), ISO_SLICES and ISO_TIME (the isolation part's slices of each condition,
+# seconds each), SCALE_VMS and SCALE_TIME (the scale part's VM counts, seconds per window).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,15 +16,19 @@ BUILD=${BUILD:-$ROOT/build}
 OUT=${OUT:-$BUILD/bench}
 REPS=${REPS:-5}
 TIME=${TIME:-1}
-PARTS=${PARTS:-payload wait burst conns native rings irq isolation callgrind}
+PARTS=${PARTS:-payload wait burst conns native rings irq isolation scale callgrind}
 ISO_SLICES=${ISO_SLICES:-10}
 ISO_TIME=${ISO_TIME:-0.2}
+# vsock-perf's default: 1,16,64,256, those one app can serve (VSOCK_PMD_MAX_VMS).
+SCALE_VMS=${SCALE_VMS:-}
+SCALE_TIME=${SCALE_TIME:-0.5}
 CG=1
 if [[ ${1:-} == --quick ]]; then
 	REPS=1
 	TIME=0.3
 	ISO_SLICES=4
 	ISO_TIME=0.1
+	SCALE_TIME=0.2
 fi
 [[ ${1:-} == --no-callgrind || ${2:-} == --no-callgrind ]] && CG=0
 
@@ -70,6 +75,9 @@ want irq && run irq --guest-irq --modes g2h,h2g --payloads 64,4096
 # Isolation: VM 5's 64 B round trips on the lcore where VM 3 streams 64 KiB guest -> host, in
 # quiet and flood slices alternated; its own slices and slice length (the later options win).
 want isolation && run isolation --isolation --reps "$ISO_SLICES" --time "$ISO_TIME"
+# Scale: 1 to 256 VMs on one worker lcore, all idle but VM 3 (64 B round trips, 64 KiB g2h);
+# the slope of the worker's idle round time over the VM count is the cost per idle VM per round.
+want scale && run scale --scale ${SCALE_VMS:+--vms "$SCALE_VMS"} --time "$SCALE_TIME"
 
 # Instructions per packet in the backend's steady state: vsock_dev_poll and everything under
 # it, and the virtqueue code alone, in the rounds that moved packets, counted by callgrind

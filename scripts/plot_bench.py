@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots of a scripts/bench.sh run, from its JSON (vsock-perf --json), into the same directory.
 
-    plot_bench.py DIR      reads DIR/{payload,wait,burst,native,rings}.json, writes DIR/*.png
+    plot_bench.py DIR      reads DIR/{payload,wait,burst,native,rings,scale}.json, writes DIR/*.png
 
 Every point is the median over the repetitions of one (variant, case); failed cases are left
 out. Needs Debian's python3-matplotlib.
@@ -177,17 +177,61 @@ def rings(doc, out):
                  "repetition's pair, bar: their median)", pairs=True)
 
 
+def scale(doc, out):
+    """The scale part: VM 3's round trip and the worker's idle cost against the VM count."""
+    recs = [c for c in doc["cases"] if c.get("part") == "scale" and c["ok"]]
+
+    def med(key):
+        by = {}
+        for c in recs:
+            if c.get(key) is not None:
+                by.setdefault(c["vms"], []).append(c[key])
+        pts = sorted((n, statistics.median(v)) for n, v in by.items())
+        return [n for n, _ in pts], [v for _, v in pts]
+
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for key, mark, label in (("rtt_p50_us", "o-", "p50"), ("rtt_p99_us", "s:", "p99")):
+        xs, ys = med(key)
+        ax.plot(xs, ys, mark, label=label)
+    base = [c for c in recs if c["vms"] == c["base_vms"]]
+    if base:
+        b = statistics.median(c["rtt_p50_us"] for c in base)
+        ax.axhline(2 * b, color="k", linestyle="--", linewidth=0.8,
+                   label=f"target: 2x the {base[0]['vms']}-VM p50")
+    ax.set_yscale("log")
+    ax.set_ylabel("VM 3's 64 B round trip (us)")
+    ax.set_title("the active VM, the others idle")
+    xs, ys = med("idle_ns_per_vm")
+    ax2.plot(xs, ys, "o-", label="ns per idle VM (slope from the base count)")
+    rounds = {}
+    for c in recs:
+        rounds.setdefault(c["vms"], []).append(c["idle_round_ns"] / c["vms"])
+    pts = sorted((n, statistics.median(v)) for n, v in rounds.items())
+    ax2.plot([n for n, _ in pts], [v for _, v in pts], "x:", label="idle round ns / VMs")
+    ax2.axhline(50, color="k", linestyle="--", linewidth=0.8, label="target: 50 ns")
+    ax2.set_ylim(bottom=0)
+    ax2.set_ylabel("worker ns per VM per idle round")
+    ax2.set_title("the worker with every VM idle")
+    for a in (ax, ax2):
+        a.set_xscale("log", base=2)
+        a.set_xlabel("VMs on one worker lcore")
+        a.grid(True, alpha=0.3)
+        a.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out)
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
     made = []
     for name, fn in (("payload", throughput), ("wait", rtt), ("burst", burst),
-                     ("native", native), ("rings", rings)):
+                     ("native", native), ("rings", rings), ("scale", scale)):
         doc = load(os.path.join(d, name + ".json"))
         if doc is None:
             continue
         out = os.path.join(d, {"payload": "throughput.png", "wait": "rtt.png",
                                "burst": "burst.png", "native": "native.png",
-                               "rings": "rings.png"}[name])
+                               "rings": "rings.png", "scale": "scale.png"}[name])
         fn(doc, out)
         made.append(out)
     doc = load(os.path.join(d, "payload.json"))

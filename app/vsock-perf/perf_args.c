@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_common.h>
+#include <vsock_pmd.h>
+
 #include "vsock_perf.h"
 
 /* What every variant is run with, in this order. */
@@ -18,6 +21,9 @@ static const struct variant known_variants[] = {
 };
 
 #define NB_KNOWN (sizeof(known_variants) / sizeof(known_variants[0]))
+
+/* --scale's VM counts (issue 14). */
+static const unsigned int scale_default[] = { 1, 16, 64, 256 };
 
 /* ---- command line ---- */
 
@@ -56,7 +62,12 @@ static void usage(void)
 	       "                    flood and without it, in alternate slices: --reps slices\n"
 	       "                    of each condition (default 10), --time seconds per slice\n"
 	       "                    (default 0.2), --conns the flood's connections (default 4);\n"
-	       "                    the first variant and ring layout, the uds host end\n");
+	       "                    the first variant and ring layout, the uds host end\n"
+	       "  --scale           instead of the cases: N VMs on one worker lcore, VM 3\n"
+	       "                    active (64 B ping-pong, 64 KiB g2h stream), the others\n"
+	       "                    attached and idle; the worker's cost per idle VM per round\n"
+	       "  --vms LIST        --scale: VM counts, 1..%d (default 1,16,64,256 up to %d)\n",
+	       VSOCK_PMD_MAX_VMS, VSOCK_PMD_MAX_VMS);
 }
 
 static unsigned int parse_list(const char *s, unsigned int *out, unsigned int lo,
@@ -155,7 +166,8 @@ void perf_parse_args(int argc, char **argv)
 		{ "syscalls", 0, NULL, 's' }, { "callgrind", 0, NULL, 'g' },
 		{ "json", 1, NULL, 'j' }, { "guest-irq", 0, NULL, 'I' },
 		{ "smoke", 0, NULL, 'S' }, { "host", 1, NULL, 'H' }, { "rings", 1, NULL, 'L' },
-		{ "isolation", 0, NULL, 'i' }, { "help", 0, NULL, 'h' },
+		{ "isolation", 0, NULL, 'i' }, { "scale", 0, NULL, 'x' },
+		{ "vms", 1, NULL, 'n' }, { "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned int i, ring = 128, reps = 3;
@@ -172,6 +184,10 @@ void perf_parse_args(int argc, char **argv)
 	plan.hosts[H_UDS] = true;
 	plan.rings[R_SPLIT] = true;
 	plan.secs = 1;
+	/* The issue's counts, those the engine's table holds (VSOCK_PMD_MAX_VMS). */
+	for (i = 0; i < RTE_DIM(scale_default); i++)
+		if (scale_default[i] <= VSOCK_PMD_MAX_VMS)
+			plan.vm_counts[plan.nb_vm_counts++] = scale_default[i];
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'm':
@@ -270,6 +286,19 @@ void perf_parse_args(int argc, char **argv)
 		case 'i':
 			plan.isolation = true;
 			break;
+		case 'x':
+			plan.scale = true;
+			break;
+		case 'n':
+			plan.nb_vm_counts = parse_list(optarg, plan.vm_counts, 1, 1u << 20);
+			for (i = 0; i < plan.nb_vm_counts; i++)
+				if (plan.vm_counts[i] > VSOCK_PMD_MAX_VMS) {
+					fprintf(stderr, "vsock-perf: --vms %u: one app serves at most "
+						"%d VMs (VSOCK_PMD_MAX_VMS, the length of the engine's "
+						"VM table)\n", plan.vm_counts[i], VSOCK_PMD_MAX_VMS);
+					exit(2);
+				}
+			break;
 		case 'h':
 			usage();
 			exit(0);
@@ -301,6 +330,17 @@ void perf_parse_args(int argc, char **argv)
 			       plan.smoke || plan.refs || plan.syscalls || plan.callgrind)) {
 		fprintf(stderr, "vsock-perf: --isolation runs one variant and ring layout on the "
 			"uds host end, without --smoke, --refs, --syscalls or --callgrind\n");
+		exit(2);
+	}
+	/* The same for the scale part's apps, one per VM count; its smoke is its own. */
+	if (plan.isolation && plan.scale) {
+		fprintf(stderr, "vsock-perf: --isolation or --scale, not both\n");
+		exit(2);
+	}
+	if (plan.scale && (plan.nb_variants > 1 || plan.variants[0].host != H_UDS ||
+			   plan.refs || plan.syscalls || plan.callgrind)) {
+		fprintf(stderr, "vsock-perf: --scale runs one variant and ring layout on the uds "
+			"host end, without --refs, --syscalls or --callgrind\n");
 		exit(2);
 	}
 }

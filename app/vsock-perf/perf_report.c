@@ -48,6 +48,11 @@ static double med(unsigned int v, const struct result *k, size_t f)
 	return median(vals, n);
 }
 
+double perf_median(double *v, unsigned int n)
+{
+	return median(v, n);
+}
+
 void perf_measure_refs(void)
 {
 	unsigned int i;
@@ -234,6 +239,11 @@ static void json_num(FILE *f, const char *k, double v, bool comma)
 		fprintf(f, "\"%s\": %.6g%s", k, v, comma ? ", " : "");
 }
 
+void perf_json_num(FILE *f, const char *k, double v, bool comma)
+{
+	json_num(f, k, v, comma);
+}
+
 void perf_write_json(const char *path)
 {
 	struct utsname u;
@@ -322,7 +332,7 @@ void perf_write_json(const char *path)
 		json_num(f, "rounds_per_packet", r->cg_rounds >= 0 ?
 			 r->cg_rounds / (double)RTE_MAX(r->vq_pkts, 1ull) : NAN, true);
 		json_num(f, "app_rss_bytes_per_conn", r->rss_per_conn, false);
-		fprintf(f, "}%s\n", i + 1 < nb_results || nb_iso ? "," : "");
+		fprintf(f, "}%s\n", i + 1 < nb_results || nb_iso || nb_scale ? "," : "");
 	}
 	/* The isolation part: one record per condition, VM 5's round trips ("direction"). */
 	for (i = 0; i < nb_iso; i++) {
@@ -353,8 +363,9 @@ void perf_write_json(const char *path)
 		fprintf(f, "\"slice_p50_us\": [");
 		for (v = 0; v < r->slices && v < MAX_SLICES; v++)
 			fprintf(f, "%s%.3f", v ? ", " : "", r->slice_p50[v]);
-		fprintf(f, "]}%s\n", i + 1 < nb_iso ? "," : "");
+		fprintf(f, "]}%s\n", i + 1 < nb_iso || nb_scale ? "," : "");
 	}
+	perf_write_scale_json(f);
 	fprintf(f, "  ]\n}\n");
 	fclose(f);
 }

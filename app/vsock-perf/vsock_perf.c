@@ -17,7 +17,8 @@
  * as a fresh backend instance that runs every case; the summary gives medians per variant
  * and their ratios. See doc/performance.md.
  *
- * --isolation instead measures what a VM's flood costs its neighbour on one lcore (perf_iso.c).
+ * --isolation instead measures what a VM's flood costs its neighbour on one lcore (perf_iso.c),
+ * --scale what idle VMs cost a worker lcore and the one VM on it that works (perf_scale.c).
  */
 #include <math.h>
 #include <signal.h>
@@ -102,23 +103,30 @@ static int smoke(void)
 		tap_ok(refs.cl_rtt_ns > 0 && refs.memcpy_gbps[0] > 0 && refs.unix_gbps[0] > 0,
 		       "reference limits measured (cache line %.0f ns)", refs.cl_rtt_ns);
 	if (plan.json) {
-		FILE *f = fopen(plan.json, "r");
-		char *buf = calloc(1, 1 << 20);
-		size_t n = f && buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-		unsigned int recs = 0;
-		char *p = buf;
+		int recs = perf_json_count(plan.json, "\"direction\"");
 
-		while (p && (p = strstr(p, "\"direction\"")) != NULL) {
-			recs++;
-			p++;
-		}
-		tap_ok(n > 0 && recs == nb_results, "JSON has one record per case (%u of %u)",
-		       recs, nb_results);
-		if (f)
-			fclose(f);
-		free(buf);
+		tap_ok(recs == (int)nb_results, "JSON has one record per case (%d of %u)", recs,
+		       nb_results);
 	}
 	return tap_done();
+}
+
+int perf_json_count(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 1 << 20);
+	size_t n = f && buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+	char *p = buf;
+	int recs = 0;
+
+	while (n && (p = strstr(p, needle)) != NULL) {
+		recs++;
+		p++;
+	}
+	if (f)
+		fclose(f);
+	free(buf);
+	return n ? recs : -1;
 }
 
 int main(int argc, char **argv)
@@ -144,6 +152,17 @@ int main(int argc, char **argv)
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	/* The scale part too: one app per VM count (perf_scale.c). */
+	if (plan.scale) {
+		bool ok = perf_run_scale();
+
+		if (plan.json)
+			perf_write_json(plan.json);
+		if (plan.smoke)
+			return perf_scale_smoke();
+		perf_print_scale_table(stdout);
+		return ok ? 0 : 1;
 	}
 	/* The isolation part is its own run: one app with two VMs (perf_iso.c). */
 	if (plan.isolation) {

@@ -78,6 +78,9 @@ struct plan {
 	bool guest_irq;		/* the guest wants an interrupt per used entry (Linux) */
 	bool isolation;		/* the isolation part (perf_iso.c) instead of the cases */
 	unsigned int flood_conns;	/* isolation: VM 3's flood connections */
+	bool scale;		/* the scale part (perf_scale.c) instead of the cases */
+	unsigned int vm_counts[MAX_LIST];	/* scale: VMs on the one worker lcore */
+	unsigned int nb_vm_counts;
 	const char *json;
 };
 
@@ -153,6 +156,26 @@ struct iso_result {
 	double p50_ratio, p99_ratio;	/* over the quiet condition's */
 };
 
+/*
+ * The scale part: one (VM count, repetition) of it. VM 3 is the active VM; the figures
+ * are its 64 B round trips and its 64 KiB g2h stream with the others idle, and the worker's
+ * rounds in a window where every VM is idle.
+ */
+#define SCALE_PING 64u
+#define SCALE_STREAM 65536u
+struct scale_result {
+	unsigned int vms, rep;
+	bool ok;
+	char err[160];
+	uint64_t round_trips;
+	double p50, p99;		/* microseconds */
+	uint64_t bytes;			/* the stream's, checked */
+	double gbps;
+	uint64_t rounds, busy_rounds;	/* the worker's, in the idle window */
+	double round_ns;		/* TSC time inside one idle round */
+	double wall_round_ns;		/* the window's time over its rounds */
+};
+
 /* The reference figures (--refs): what the machine does without the backend. */
 struct refs {
 	double cl_rtt_ns;
@@ -225,10 +248,26 @@ void perf_guest_polling(struct dp_env *e);
 /* perf_iso.c: the isolation part; whether the app exited cleanly */
 bool perf_run_isolation(void);
 
+/* perf_scale.c: the scale part; whether every count ran and its app exited cleanly */
+extern struct scale_result *scale_results;
+extern unsigned int nb_scale;
+bool perf_run_scale(void);
+void perf_print_scale_table(FILE *f);
+/* Its records for the JSON's "cases", each followed by ",\n" but the last. */
+void perf_write_scale_json(FILE *f);
+/* --smoke --scale: TAP lines, the exit status. */
+int perf_scale_smoke(void);
+
 /* perf_report.c: the references, the summary table and the JSON records */
 void perf_measure_refs(void);
 void perf_print_table(FILE *f);
 void perf_print_iso_table(FILE *f);
 void perf_write_json(const char *path);
+/* Median of @p v (sorted in place; NAN if empty); a JSON number, null if not finite. */
+double perf_median(double *v, unsigned int n);
+void perf_json_num(FILE *f, const char *k, double v, bool comma);
+
+/* vsock_perf.c: how many times @p needle occurs in the JSON file @p path; -1: unread. */
+int perf_json_count(const char *path, const char *needle);
 
 #endif /* APP_VSOCK_PERF_VSOCK_PERF_H */
