@@ -27,6 +27,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
+
 #include "vsock_perf.h"
 
 /* Round trips before the first slice, quiet: caches, the sockets, the worker's backoff. */
@@ -44,9 +46,8 @@ static struct dp_env peer;
 static struct pconn pp;
 static uint64_t *rtt[ISO_NB];
 static uint64_t nb_rtt[ISO_NB];
-/* The worker's cycles and busy cycles in each condition's slices; false: not all read. */
-static uint64_t cyc_all[ISO_NB], cyc_busy[ISO_NB];
-static bool cyc_ok[ISO_NB];
+/* The worker's busy cycles in each condition's slices, and the slices' TSC cycles. */
+static struct perf_busy busy[ISO_NB];
 
 /*
  * The flood, one turn: VM 3's guest sends whole 64 KiB packets within each connection's credit
@@ -132,16 +133,6 @@ static uint64_t pp_once(uint64_t deadline)
 	return t1 > t0 ? t1 - t0 : 1;
 }
 
-/* The worker's cycles and busy cycles (record-core-cycles), or false. */
-static bool worker_cycles(uint64_t *all, uint64_t *busy)
-{
-	char json[OPS_TEL_MAX];
-
-	return ops_tel(&env, "/vsock/lcores", json, sizeof(json)) == 0 &&
-	       ops_json_u64(json, "1.cycles", all) == 0 &&
-	       ops_json_u64(json, "1.busy_cycles", busy) == 0;
-}
-
 /* Both VMs on one worker lcore: the point of the part, so it is checked, not assumed. */
 static bool one_lcore(char *err, size_t len)
 {
@@ -176,15 +167,17 @@ static bool flood_drained(void)
 static bool slice(enum iso_cond c, char *err, size_t len)
 {
 	struct iso_result *r = &iso_results[c];
-	bool flood = c == ISO_FLOOD, cyc;
-	uint64_t t0, t1, end, b0, b1, k0 = nb_rtt[c], all0 = 0, busy0 = 0, all1, busy1;
+	bool flood = c == ISO_FLOOD;
+	struct perf_counters w0, w1;
+	uint64_t t0, t1, end, b0, b1, k0 = nb_rtt[c], tsc0, tsc1;
 	unsigned int k;
 
 	for (k = 0; flood && k < ISO_PRIME_TURNS; k++)
 		flood_turn(true);
 	/* Telemetry outside the timed window: it wakes a thread of the app on this CPU. */
-	cyc = worker_cycles(&all0, &busy0);
+	perf_counters_read(&w0);
 	b0 = perf_total_rcvd(plan.flood_conns);
+	tsc0 = rte_rdtsc();
 	t0 = perf_now_ns();
 	end = t0 + (uint64_t)(plan.secs * 1e9);
 	/* A slice ends with its last round trip, so that none straddles two. */
@@ -205,13 +198,10 @@ static bool slice(enum iso_cond c, char *err, size_t len)
 			rtt[c][nb_rtt[c]++] = ns;
 		t1 = perf_now_ns();
 	} while (t1 < end);
+	tsc1 = rte_rdtsc();
 	b1 = perf_total_rcvd(plan.flood_conns);
-	if (cyc && worker_cycles(&all1, &busy1) && all1 >= all0 && busy1 >= busy0) {
-		cyc_all[c] += all1 - all0;
-		cyc_busy[c] += busy1 - busy0;
-	} else {
-		cyc_ok[c] = false;
-	}
+	perf_counters_read(&w1);
+	perf_busy_add(&busy[c], &w0, &w1, tsc1 - tsc0);
 	r->secs += (double)(t1 - t0) / 1e9;
 	r->flood_bytes += b1 - b0;
 	if (r->slices < MAX_SLICES && nb_rtt[c] > k0) {
@@ -278,7 +268,7 @@ static void finish(void)
 
 		perf_rtt_sort(rtt[c], n);
 		r->round_trips = n;
-		r->busy = cyc_ok[c] && cyc_all[c] ? (double)cyc_busy[c] / (double)cyc_all[c] : -1;
+		r->busy = perf_busy_share(&busy[c]);
 		r->p50 = perf_rtt_pct(rtt[c], n, 0.5);
 		r->p99 = perf_rtt_pct(rtt[c], n, 0.99);
 		r->p999 = perf_rtt_pct(rtt[c], n, 0.999);
@@ -416,8 +406,7 @@ bool perf_run_isolation(void)
 	for (c = 0; c < ISO_NB; c++) {
 		rtt[c] = calloc(RTT_MAX, sizeof(*rtt[c]));
 		nb_rtt[c] = 0;
-		cyc_all[c] = cyc_busy[c] = 0;
-		cyc_ok[c] = true;
+		memset(&busy[c], 0, sizeof(busy[c]));
 		if (rtt[c] == NULL) {
 			snprintf(err, sizeof(err), "no memory for the round trips");
 			goto report;
