@@ -149,6 +149,8 @@ struct iso_result {
 	uint64_t slow;
 	double slice_p50[MAX_SLICES];	/* each slice's own median, microseconds */
 	uint64_t flood_bytes;		/* VM 3's bytes the host readers took in the slices */
+	/* The fewest in one slice: whether both VMs moved in every one (the smoke's check). */
+	uint64_t min_slice_rtts, min_slice_flood_bytes;
 	double flood_gbps;
 	double busy;			/* the worker's busy share of the slices; NAN: unknown */
 	double p50_ratio, p99_ratio;	/* over the quiet condition's */
@@ -240,6 +242,8 @@ void perf_guest_polling(struct dp_env *e);
 
 /* perf_iso.c: the isolation part; whether the app exited cleanly */
 bool perf_run_isolation(void);
+/* After it, with --smoke: TAP lines on what it did (progress, bytes), the exit code. */
+int perf_iso_smoke(void);
 
 /* perf_report.c: the references, the summary table and the JSON records */
 void perf_measure_refs(void);
