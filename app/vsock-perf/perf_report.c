@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <rte_common.h>
+#include <rte_cycles.h>
 
 #include "vsock_perf.h"
 
@@ -272,6 +274,18 @@ static void json_num(FILE *f, const char *k, double v, bool comma)
 		fprintf(f, "\"%s\": %.6g%s", k, v, comma ? ", " : "");
 }
 
+/*
+ * The TSC's rate, which the cycle figures count in (the app's record-core-cycles, the busy
+ * share's span): a reader turns them into time, or a reference's time into cycles.
+ */
+static double tsc_hz(void)
+{
+	uint64_t ns = perf_now_ns(), tsc = rte_rdtsc();
+
+	usleep(20000);
+	return (double)(rte_rdtsc() - tsc) * 1e9 / (double)(perf_now_ns() - ns);
+}
+
 void perf_write_json(const char *path)
 {
 	struct utsname u;
@@ -296,8 +310,8 @@ void perf_write_json(const char *path)
 	if (ci)
 		fclose(ci);
 	uname(&u);
-	fprintf(f, "{\n  \"machine\": {\"cpu\": \"%s\", \"cpus\": %ld, \"kernel\": \"%s\"},\n",
-		cpu, sysconf(_SC_NPROCESSORS_ONLN), u.release);
+	fprintf(f, "{\n  \"machine\": {\"cpu\": \"%s\", \"cpus\": %ld, \"kernel\": \"%s\", "
+		"\"tsc_hz\": %.0f},\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), u.release, tsc_hz());
 	fprintf(f, "  \"config\": {\"seconds_per_case\": %g, \"reps\": %u, \"ring_size\": %u, "
 		"\"guest_irq\": %s, \"variants\": [", plan.secs, plan.reps, plan.ring,
 		plan.guest_irq ? "true" : "false");
