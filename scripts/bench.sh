@@ -104,4 +104,5 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 else
 	log "python3-matplotlib missing (scripts/setup.sh installs it): no plots"
 fi
+python3 "$ROOT/scripts/bench_summary.py" "$OUT" || log "bench_summary.py failed: no summary.md"
 log "results in $OUT"

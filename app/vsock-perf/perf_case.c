@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <rte_common.h>
+#include <rte_cycles.h>
 
 #include "vsock_perf.h"
 
@@ -99,33 +100,41 @@ static void verify(struct result *r, unsigned int n)
 	}
 }
 
+/*
+ * perf first, then the counters, right before the timed loop: the busy cycles then fall in
+ * the loop's time, not in perf's attach (the worker draining the warm-up's queues meanwhile,
+ * or preempted by perf in a busy round, would count busy cycles the loop's time does not
+ * hold: a busy share over 1).
+ */
 static void window_begin(struct perf_counters *c)
 {
+	perf_syscalls_start();
 	perf_counters_read(c);
 	if (plan.callgrind)
 		perf_cg_cmd("-z");
-	perf_syscalls_start();
 }
 
-static void window_end(struct result *r, const struct perf_counters *c0)
+/* The window's end; @p tsc: TSC cycles of its timed loop (for the worker's busy share). */
+static void window_end(struct result *r, const struct perf_counters *c0, uint64_t tsc)
 {
+	struct perf_busy busy = { 0 };
 	struct perf_counters c1;
 	long epolls, cepolls, csys, sys;
-
-	/*
-	 * This thread's perf first, before it makes any other syscall: what it counts beyond
-	 * the window is its own kill and wait (and the sleep that let perf attach).
-	 */
-	csys = perf_syscalls_stop(PS_CLIENT, &cepolls);
-	sys = perf_syscalls_stop(PS_WORKER, &epolls);
 
 	if (plan.callgrind)
 		perf_cg_cmd("-d");
 	perf_counters_read(&c1);
+	/*
+	 * Then this thread's perf, before it makes any other syscall: what it counts beyond the
+	 * window is its own kill and wait, the sleep that let perf attach, and on the uds host
+	 * end the telemetry requests of the two counter reads (and callgrind_control's fork).
+	 */
+	csys = perf_syscalls_stop(PS_CLIENT, &cepolls);
+	sys = perf_syscalls_stop(PS_WORKER, &epolls);
 	if (!c0->ok || !c1.ok) {
 		/* No per-packet figure rather than a wrong one: the medians skip it. */
 		r->vq_pkts = 0;
-		r->cyc_pkt = r->idx_pkt = r->irq_pkt = r->kick_pkt = NAN;
+		r->cyc_pkt = r->idx_pkt = r->irq_pkt = r->kick_pkt = r->busy = NAN;
 		fprintf(stderr, "vsock-perf: the backend's counters could not be read\n");
 		return;
 	}
@@ -134,6 +143,8 @@ static void window_end(struct result *r, const struct perf_counters *c0)
 	r->idx_pkt = perf_per(c1.idx - c0->idx, r->vq_pkts);
 	r->irq_pkt = perf_per(c1.irq - c0->irq, r->vq_pkts);
 	r->kick_pkt = perf_per(c1.kicks - c0->kicks, r->vq_pkts);
+	perf_busy_add(&busy, c0, &c1, tsc);
+	r->busy = perf_busy_share(&busy);
 	r->sys_pkt = sys >= 0 ? perf_per((uint64_t)sys, r->vq_pkts) : -1;
 	/* The client never waits in epoll: every syscall it makes counts. */
 	r->csys = csys >= 0 ? csys + RTE_MAX(cepolls, 0L) : -1;
@@ -147,7 +158,7 @@ static void window_end(struct result *r, const struct perf_counters *c0)
 void perf_run_stream(struct result *r)
 {
 	unsigned int n = r->conns;
-	uint64_t t0, t1, b0, b1, end, deadline;
+	uint64_t t0, t1, b0, b1, end, deadline, tsc0;
 	struct perf_counters c0;
 	bool g2h = r->mode == M_G2H;
 
@@ -157,6 +168,7 @@ void perf_run_stream(struct result *r)
 		g2h ? g2h_round(r->payload, n, true) : h2g_round(n, true);
 	window_begin(&c0);
 	b0 = perf_total_rcvd(n);
+	tsc0 = rte_rdtsc();
 	t0 = perf_now_ns();
 	end = t0 + (uint64_t)(plan.secs * 1e9);
 	/* A window in which no byte arrived (the machine held us up) measures nothing: go on. */
@@ -169,7 +181,7 @@ void perf_run_stream(struct result *r)
 	} while ((t1 < end || (perf_total_rcvd(n) == b0 && t1 < end + DRAIN_NS)) &&
 		 pconns[0].bad_at == UINT64_MAX);
 	b1 = perf_total_rcvd(n);
-	window_end(r, &c0);
+	window_end(r, &c0, rte_rdtsc() - tsc0);
 	/* Everything in flight arrives before the books are checked. */
 	deadline = perf_now_ns() + DRAIN_NS;
 	while (!perf_all_received(n) && perf_now_ns() < deadline)
@@ -263,7 +275,7 @@ static bool rr_once(struct pconn *pc, uint32_t p, uint64_t *rtt, uint64_t deadli
 void perf_run_rr(struct result *r)
 {
 	unsigned int n = r->conns, i = 0, k;
-	uint64_t t0, t1, end, cnt = 0, deadline;
+	uint64_t t0, t1, end, cnt = 0, deadline, tsc0;
 	bool stalled = false;
 	struct perf_counters c0;
 
@@ -274,6 +286,7 @@ void perf_run_rr(struct result *r)
 			break;
 	}
 	window_begin(&c0);
+	tsc0 = rte_rdtsc();
 	t0 = perf_now_ns();
 	end = t0 + (uint64_t)(plan.secs * 1e9);
 	deadline = end + DRAIN_NS;
@@ -286,7 +299,7 @@ void perf_run_rr(struct result *r)
 		t1 = perf_now_ns();
 	} while (t1 < end && cnt < RTT_MAX);
 	t1 = perf_now_ns();
-	window_end(r, &c0);
+	window_end(r, &c0, rte_rdtsc() - tsc0);
 	r->secs = (double)(t1 - t0) / 1e9;
 	r->msgs = cnt;
 	r->bytes = cnt * r->payload * 2;

@@ -27,6 +27,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
+
+#include "tap.h"
 #include "vsock_perf.h"
 
 /* Round trips before the first slice, quiet: caches, the sockets, the worker's backoff. */
@@ -44,9 +47,8 @@ static struct dp_env peer;
 static struct pconn pp;
 static uint64_t *rtt[ISO_NB];
 static uint64_t nb_rtt[ISO_NB];
-/* The worker's cycles and busy cycles in each condition's slices; false: not all read. */
-static uint64_t cyc_all[ISO_NB], cyc_busy[ISO_NB];
-static bool cyc_ok[ISO_NB];
+/* The worker's busy cycles in each condition's slices, and the slices' TSC cycles. */
+static struct perf_busy busy[ISO_NB];
 
 /*
  * The flood, one turn: VM 3's guest sends whole 64 KiB packets within each connection's credit
@@ -132,16 +134,6 @@ static uint64_t pp_once(uint64_t deadline)
 	return t1 > t0 ? t1 - t0 : 1;
 }
 
-/* The worker's cycles and busy cycles (record-core-cycles), or false. */
-static bool worker_cycles(uint64_t *all, uint64_t *busy)
-{
-	char json[OPS_TEL_MAX];
-
-	return ops_tel(&env, "/vsock/lcores", json, sizeof(json)) == 0 &&
-	       ops_json_u64(json, "1.cycles", all) == 0 &&
-	       ops_json_u64(json, "1.busy_cycles", busy) == 0;
-}
-
 /* Both VMs on one worker lcore: the point of the part, so it is checked, not assumed. */
 static bool one_lcore(char *err, size_t len)
 {
@@ -176,15 +168,17 @@ static bool flood_drained(void)
 static bool slice(enum iso_cond c, char *err, size_t len)
 {
 	struct iso_result *r = &iso_results[c];
-	bool flood = c == ISO_FLOOD, cyc;
-	uint64_t t0, t1, end, b0, b1, k0 = nb_rtt[c], all0 = 0, busy0 = 0, all1, busy1;
+	bool flood = c == ISO_FLOOD;
+	struct perf_counters w0, w1;
+	uint64_t t0, t1, end, b0, b1, k0 = nb_rtt[c], tsc0, tsc1;
 	unsigned int k;
 
 	for (k = 0; flood && k < ISO_PRIME_TURNS; k++)
 		flood_turn(true);
 	/* Telemetry outside the timed window: it wakes a thread of the app on this CPU. */
-	cyc = worker_cycles(&all0, &busy0);
+	perf_counters_read(&w0);
 	b0 = perf_total_rcvd(plan.flood_conns);
+	tsc0 = rte_rdtsc();
 	t0 = perf_now_ns();
 	end = t0 + (uint64_t)(plan.secs * 1e9);
 	/* A slice ends with its last round trip, so that none straddles two. */
@@ -205,15 +199,16 @@ static bool slice(enum iso_cond c, char *err, size_t len)
 			rtt[c][nb_rtt[c]++] = ns;
 		t1 = perf_now_ns();
 	} while (t1 < end);
+	tsc1 = rte_rdtsc();
 	b1 = perf_total_rcvd(plan.flood_conns);
-	if (cyc && worker_cycles(&all1, &busy1) && all1 >= all0 && busy1 >= busy0) {
-		cyc_all[c] += all1 - all0;
-		cyc_busy[c] += busy1 - busy0;
-	} else {
-		cyc_ok[c] = false;
-	}
+	perf_counters_read(&w1);
+	perf_busy_add(&busy[c], &w0, &w1, tsc1 - tsc0);
 	r->secs += (double)(t1 - t0) / 1e9;
 	r->flood_bytes += b1 - b0;
+	if (r->slices == 0 || nb_rtt[c] - k0 < r->min_slice_rtts)
+		r->min_slice_rtts = nb_rtt[c] - k0;
+	if (r->slices == 0 || b1 - b0 < r->min_slice_flood_bytes)
+		r->min_slice_flood_bytes = b1 - b0;
 	if (r->slices < MAX_SLICES && nb_rtt[c] > k0) {
 		perf_rtt_sort(rtt[c] + k0, nb_rtt[c] - k0);
 		r->slice_p50[r->slices] = perf_rtt_pct(rtt[c] + k0, nb_rtt[c] - k0, 0.5);
@@ -234,35 +229,41 @@ static bool slice(enum iso_cond c, char *err, size_t len)
 	return true;
 }
 
+/* Each end's books as measure() found them last (the smoke reports them apart). */
+static bool echo_ok, flood_ok;
+static uint64_t flood_total;
+
 /* Both ends' books: no protocol breach, every byte echoed or streamed intact. */
 static bool books(char *err, size_t len)
 {
+	const struct pconn *pc = NULL;
 	unsigned int i;
 
+	for (i = 0; i < plan.flood_conns && pc == NULL; i++)
+		if (pconns[i].bad_at != UINT64_MAX || pconns[i].rcvd != pconns[i].sent ||
+		    perf_csum_value(&pconns[i].rx_sum) != perf_sent_csum(&pconns[i]))
+			pc = &pconns[i];
+	flood_ok = pc == NULL;
+	flood_total = perf_total_rcvd(plan.flood_conns);
+	echo_ok = pp.bad_at == UINT64_MAX && pp.rcvd == pp.sent;
 	if (env.dp.g.errors || peer.g.errors) {
 		snprintf(err, len, "VM %d's guest saw a protocol breach: %.100s",
 			 env.dp.g.errors ? DP_CID : ISO_PEER_CID,
 			 env.dp.g.errors ? env.dp.g.err : peer.g.err);
 		return false;
 	}
-	if (pp.bad_at != UINT64_MAX || pp.rcvd != pp.sent) {
+	if (!echo_ok) {
 		snprintf(err, len, "VM 5: %llu bytes pinged, %llu echoed, first bad byte %lld",
 			 (unsigned long long)pp.sent, (unsigned long long)pp.rcvd,
 			 (long long)pp.bad_at);
 		return false;
 	}
-	for (i = 0; i < plan.flood_conns; i++) {
-		const struct pconn *pc = &pconns[i];
-
-		if (pc->bad_at != UINT64_MAX || pc->rcvd != pc->sent ||
-		    perf_csum_value(&pc->rx_sum) != perf_sent_csum(pc)) {
-			snprintf(err, len, "flood conn %u: sent %llu, received %llu, first bad "
-				 "byte %lld, checksums %s", i, (unsigned long long)pc->sent,
-				 (unsigned long long)pc->rcvd, (long long)pc->bad_at,
-				 perf_csum_value(&pc->rx_sum) == perf_sent_csum(pc) ? "equal" :
-				 "differ");
-			return false;
-		}
+	if (!flood_ok) {
+		snprintf(err, len, "flood conn %u: sent %llu, received %llu, first bad byte %lld, "
+			 "checksums %s", (unsigned int)(pc - pconns), (unsigned long long)pc->sent,
+			 (unsigned long long)pc->rcvd, (long long)pc->bad_at,
+			 perf_csum_value(&pc->rx_sum) == perf_sent_csum(pc) ? "equal" : "differ");
+		return false;
 	}
 	return true;
 }
@@ -278,7 +279,7 @@ static void finish(void)
 
 		perf_rtt_sort(rtt[c], n);
 		r->round_trips = n;
-		r->busy = cyc_ok[c] && cyc_all[c] ? (double)cyc_busy[c] / (double)cyc_all[c] : -1;
+		r->busy = perf_busy_share(&busy[c]);
 		r->p50 = perf_rtt_pct(rtt[c], n, 0.5);
 		r->p99 = perf_rtt_pct(rtt[c], n, 0.99);
 		r->p999 = perf_rtt_pct(rtt[c], n, 0.999);
@@ -405,6 +406,8 @@ bool perf_run_isolation(void)
 
 	memset(iso_results, 0, sizeof(iso_results));
 	nb_iso = ISO_NB;
+	echo_ok = flood_ok = false;
+	flood_total = 0;
 	/* Nothing open yet: what the closing below finds unset, it leaves alone. */
 	memset(&pp, 0, sizeof(pp));
 	pp.fd = -1;
@@ -416,8 +419,7 @@ bool perf_run_isolation(void)
 	for (c = 0; c < ISO_NB; c++) {
 		rtt[c] = calloc(RTT_MAX, sizeof(*rtt[c]));
 		nb_rtt[c] = 0;
-		cyc_all[c] = cyc_busy[c] = 0;
-		cyc_ok[c] = true;
+		memset(&busy[c], 0, sizeof(busy[c]));
 		if (rtt[c] == NULL) {
 			snprintf(err, sizeof(err), "no memory for the round trips");
 			goto report;
@@ -459,4 +461,32 @@ report:
 		rtt[c] = NULL;
 	}
 	return ok;
+}
+
+/*
+ * The smoke (--isolation --smoke): behaviour only, no latency threshold. Both VMs moved in
+ * every slice, VM 3's flood arrived intact, VM 5's round trips all came back as sent.
+ */
+int perf_iso_smoke(void)
+{
+	const struct iso_result *q = &iso_results[ISO_QUIET], *fl = &iso_results[ISO_FLOOD];
+
+	tap_ok(q->ok, "isolation: %u quiet and %u flood slices of %.2f s, no stall, the app "
+	       "exited cleanly%s%s", q->slices, fl->slices, plan.secs, q->ok ? "" : ": ",
+	       q->err);
+	tap_ok(q->slices == plan.reps && q->min_slice_rtts > 0, "quiet: VM 5's round trips in "
+	       "every slice (%u of %u slices, at least %llu each)", q->slices, plan.reps,
+	       (unsigned long long)q->min_slice_rtts);
+	tap_ok(fl->slices == plan.reps && fl->min_slice_rtts > 0 && fl->min_slice_flood_bytes > 0,
+	       "flood: VM 5's round trips and VM 3's flood in every slice (%u of %u slices, at "
+	       "least %llu round trips and %llu flood bytes each)", fl->slices, plan.reps,
+	       (unsigned long long)fl->min_slice_rtts,
+	       (unsigned long long)fl->min_slice_flood_bytes);
+	tap_ok(flood_ok && flood_total > 0, "VM 3: %llu flood bytes on %u connections, every one "
+	       "checked against the pattern, checksums and counts equal", (unsigned long long)
+	       flood_total, plan.flood_conns);
+	tap_ok(echo_ok && pp.rcvd > 0, "VM 5: %llu round trips, every echo byte as pinged "
+	       "(%llu bytes)", (unsigned long long)(q->round_trips + fl->round_trips),
+	       (unsigned long long)pp.rcvd);
+	return tap_done();
 }

@@ -5,6 +5,7 @@
  * instructions callgrind counts in it.
  */
 #include <dirent.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,11 +30,6 @@ static const char *run_dir(void)
 }
 
 /* ---- the backend's counters ---- */
-
-static uint64_t tel(const char *cmd, const char *path)
-{
-	return ops_tel_u64(&env, cmd, path);
-}
 
 void perf_counters_read(struct perf_counters *c)
 {
@@ -65,12 +61,27 @@ void perf_counters_read(struct perf_counters *c)
 		c->from_guest = 0;
 	if (ops_json_u64(json, "to_guest_pkts", &c->to_guest) < 0)
 		c->to_guest = 0;
-	c->busy_cycles = tel("/vsock/lcores", "1.busy_cycles");
-	c->cycles_pkts = tel("/vsock/lcores", "1.cycles_pkts");
-	c->busy_rounds = tel("/vsock/lcores", "1.busy_polls");
-	/* tel() says UINT64_MAX when the app did not answer. */
-	c->ok = c->busy_cycles != UINT64_MAX && c->cycles_pkts != UINT64_MAX &&
-		c->busy_rounds != UINT64_MAX;
+	/* The worker's (lcore 1's) figures from one reply: they then describe one instant. */
+	c->ok = ops_tel(&env, "/vsock/lcores", json, sizeof(json)) == 0 &&
+		ops_json_u64(json, "1.busy_cycles", &c->busy_cycles) == 0 &&
+		ops_json_u64(json, "1.cycles_pkts", &c->cycles_pkts) == 0 &&
+		ops_json_u64(json, "1.busy_polls", &c->busy_rounds) == 0;
+}
+
+void perf_busy_add(struct perf_busy *acc, const struct perf_counters *c0,
+		   const struct perf_counters *c1, uint64_t tsc)
+{
+	if (!c0->ok || !c1->ok || c1->busy_cycles < c0->busy_cycles) {
+		acc->failed = true;
+		return;
+	}
+	acc->busy += c1->busy_cycles - c0->busy_cycles;
+	acc->tsc += tsc;
+}
+
+double perf_busy_share(const struct perf_busy *acc)
+{
+	return acc->failed || acc->tsc == 0 ? NAN : (double)acc->busy / (double)acc->tsc;
 }
 
 double perf_per(uint64_t a, uint64_t b)

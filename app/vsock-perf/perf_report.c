@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <rte_common.h>
+#include <rte_cycles.h>
 
 #include "vsock_perf.h"
 
@@ -23,7 +25,7 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median(double *v, unsigned int n)
+double perf_median(double *v, unsigned int n)
 {
 	if (n == 0)
 		return NAN;
@@ -45,12 +47,7 @@ static double med(unsigned int v, const struct result *k, size_t f)
 		    !isnan(*(const double *)((const char *)r + f)))
 			vals[n++] = *(const double *)((const char *)r + f);
 	}
-	return median(vals, n);
-}
-
-double perf_median(double *v, unsigned int n)
-{
-	return median(v, n);
+	return perf_median(vals, n);
 }
 
 void perf_measure_refs(void)
@@ -101,7 +98,41 @@ static double paired_ratio(const struct result *k, size_t f)
 				vals[n++] = field(b, f) / field(a, f);
 		}
 	}
-	return median(vals, n);
+	return perf_median(vals, n);
+}
+
+/* The worker's busy share under which a stream case measures the client, not the backend. */
+#define BUSY_MIN 0.9
+
+/*
+ * Stream cases where the worker idled more than 1 - BUSY_MIN of the window (median over the
+ * repetitions), every variant: there it waited for this process, so the rate is the client's
+ * (the emulated guest and host end), and the cycles per packet are still the backend's.
+ */
+static void print_client_bound(FILE *f)
+{
+	unsigned int i, j, v;
+
+	for (i = 0; i < nb_results; i++) {
+		const struct result *k = &results[i];
+		bool seen = false;
+
+		if (k->mode == M_RR || k->variant != 0 || k->rep != 0)
+			continue;
+		for (j = 0; j < i; j++)
+			seen |= same_case(&results[j], k) && results[j].variant == 0;
+		if (seen)
+			continue;
+		for (v = 0; v < plan.nb_variants; v++) {
+			double busy = med(v, k, offsetof(struct result, busy));
+
+			if (busy < BUSY_MIN)
+				fprintf(f, "note: %s %u B burst %u conns %u, %s: the worker was busy "
+					"%.1f%% of the window: the client is the bottleneck\n",
+					mode_name[k->mode], k->payload, k->burst, k->conns,
+					plan.variants[v].name, busy * 100);
+		}
+	}
 }
 
 void perf_print_table(FILE *f)
@@ -115,8 +146,9 @@ void perf_print_table(FILE *f)
 	if (plan.nb_variants > 1)
 		fprintf(f, " | %s/%s, pairs", plan.variants[1].name, plan.variants[0].name);
 	for (v = 0; v < plan.nb_variants && v < 2; v++)
-		fprintf(f, " | %6s %6s %6s %6s %6s %6s%s", "cyc/pk", "idx/pk", "irq/pk", "sys/pk",
-			"epl/pk", "csys", plan.callgrind ? "    Ir/pk ringIr/pk" : "");
+		fprintf(f, " | %6s %5s %6s %6s %6s %6s %6s%s", "cyc/pk", "busy%", "idx/pk",
+			"irq/pk", "sys/pk", "epl/pk", "csys",
+			plan.callgrind ? "    Ir/pk ringIr/pk" : "");
 	if (plan.callgrind && plan.nb_variants > 1)
 		fprintf(f, " | Ir 2nd/1st, ring");
 	fprintf(f, "\n");
@@ -148,8 +180,9 @@ void perf_print_table(FILE *f)
 				rr ? " rtt" : "");
 		}
 		for (v = 0; v < plan.nb_variants && v < 2; v++) {
-			fprintf(f, " | %6.0f %6.3f %6.3f %6.3f %6.3f %6.3f",
+			fprintf(f, " | %6.0f %5.1f %6.3f %6.3f %6.3f %6.3f %6.3f",
 				med(v, k, offsetof(struct result, cyc_pkt)),
+				med(v, k, offsetof(struct result, busy)) * 100,
 				med(v, k, offsetof(struct result, idx_pkt)),
 				med(v, k, offsetof(struct result, irq_pkt)),
 				med(v, k, offsetof(struct result, sys_pkt)),
@@ -168,12 +201,14 @@ void perf_print_table(FILE *f)
 				med(0, k, offsetof(struct result, ring_ir_pkt)));
 		fprintf(f, "\n");
 	}
-	fprintf(f, "(per packet, first and second variant: busy-round cycles, used->idx stores "
-		"(packed: used\n publications), guest interrupts, worker syscalls other than "
-		"epoll_wait, epoll_waits with\n idle rounds, syscalls of the client thread (guest "
-		"driver and host end)%s; -1: not\n measured)\n",
-		plan.callgrind ? ",\n instructions of vsock_dev_poll and of the virtqueue code "
+	fprintf(f, "(per packet, first and second variant: busy-round cycles, then the worker's "
+		"busy share of\n the window (busy%%, not per packet), used->idx stores (packed: "
+		"used publications), guest\n interrupts, worker syscalls other than epoll_wait, "
+		"epoll_waits with idle rounds, syscalls of\n the client thread (guest driver and "
+		"host end)%s; -1: not measured)\n",
+		plan.callgrind ? ", instructions of vsock_dev_poll and of the\n virtqueue code "
 		"alone (callgrind)" : "");
+	print_client_bound(f);
 	if (plan.nb_variants > 1)
 		fprintf(f, "(ratios: of the medians, then the median of each repetition's pair)\n");
 	if (plan.refs) {
@@ -213,7 +248,7 @@ void perf_print_iso_table(FILE *f)
 		fprintf(f, "%-9s %11llu %8.2f %8.2f %9.2f %7llu %12.2f %10.1f%% %8.2fx "
 			"%8.2fx%s%s\n", iso_cond_name[c], (unsigned long long)r->round_trips,
 			r->p50, r->p99, r->max, (unsigned long long)r->slow, r->flood_gbps,
-			r->busy >= 0 ? r->busy * 100 : NAN, r->p50_ratio, r->p99_ratio,
+			r->busy * 100, r->p50_ratio, r->p99_ratio,
 			r->ok ? "" : "  FAILED: ", r->ok ? "" : r->err);
 	}
 	for (c = 0; c < ISO_NB; c++) {
@@ -227,11 +262,11 @@ void perf_print_iso_table(FILE *f)
 	/* The targets, for the reader; this part only measures. */
 	fprintf(f, "(targets: flood p50 within 2x the quiet one: %.2fx; flood p99 under 100 us: "
 		"%.2f us)\n(>1 ms: round trips over %d us, stalls; worker busy: its cycles in "
-		"rounds that moved packets, of all its cycles)\n", fl->p50 / q->p50, fl->p99,
+		"rounds that moved packets, of the slices' time)\n", fl->p50 / q->p50, fl->p99,
 		ISO_SLOW_US);
 }
 
-static void json_num(FILE *f, const char *k, double v, bool comma)
+void perf_json_num(FILE *f, const char *k, double v, bool comma)
 {
 	if (isnan(v) || isinf(v))
 		fprintf(f, "\"%s\": null%s", k, comma ? ", " : "");
@@ -239,9 +274,16 @@ static void json_num(FILE *f, const char *k, double v, bool comma)
 		fprintf(f, "\"%s\": %.6g%s", k, v, comma ? ", " : "");
 }
 
-void perf_json_num(FILE *f, const char *k, double v, bool comma)
+/*
+ * The TSC's rate, which the cycle figures count in (the app's record-core-cycles, the busy
+ * share's span): a reader turns them into time, or a reference's time into cycles.
+ */
+static double tsc_hz(void)
 {
-	json_num(f, k, v, comma);
+	uint64_t ns = perf_now_ns(), tsc = rte_rdtsc();
+
+	usleep(20000);
+	return (double)(rte_rdtsc() - tsc) * 1e9 / (double)(perf_now_ns() - ns);
 }
 
 void perf_write_json(const char *path)
@@ -268,8 +310,8 @@ void perf_write_json(const char *path)
 	if (ci)
 		fclose(ci);
 	uname(&u);
-	fprintf(f, "{\n  \"machine\": {\"cpu\": \"%s\", \"cpus\": %ld, \"kernel\": \"%s\"},\n",
-		cpu, sysconf(_SC_NPROCESSORS_ONLN), u.release);
+	fprintf(f, "{\n  \"machine\": {\"cpu\": \"%s\", \"cpus\": %ld, \"kernel\": \"%s\", "
+		"\"tsc_hz\": %.0f},\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), u.release, tsc_hz());
 	fprintf(f, "  \"config\": {\"seconds_per_case\": %g, \"reps\": %u, \"ring_size\": %u, "
 		"\"guest_irq\": %s, \"variants\": [", plan.secs, plan.reps, plan.ring,
 		plan.guest_irq ? "true" : "false");
@@ -304,34 +346,35 @@ void perf_write_json(const char *path)
 			r->payload, r->burst, r->conns, r->ok ? "true" : "false");
 		fprintf(f, "\"error\": \"%s\", \"seconds\": %.4f, \"bytes\": %llu, ",
 			r->ok ? "" : r->err, r->secs, (unsigned long long)r->bytes);
-		json_num(f, "mpps", r->mpps, true);
-		json_num(f, "gbps", r->gbps, true);
-		json_num(f, "rtt_p50_us", r->mode == M_RR ? r->p50 : NAN, true);
-		json_num(f, "rtt_p99_us", r->mode == M_RR ? r->p99 : NAN, true);
-		json_num(f, "rtt_p999_us", r->mode == M_RR ? r->p999 : NAN, true);
+		perf_json_num(f, "mpps", r->mpps, true);
+		perf_json_num(f, "gbps", r->gbps, true);
+		perf_json_num(f, "rtt_p50_us", r->mode == M_RR ? r->p50 : NAN, true);
+		perf_json_num(f, "rtt_p99_us", r->mode == M_RR ? r->p99 : NAN, true);
+		perf_json_num(f, "rtt_p999_us", r->mode == M_RR ? r->p999 : NAN, true);
 		fprintf(f, "\"ring_packets\": %llu, ", (unsigned long long)r->vq_pkts);
-		json_num(f, "cycles_per_packet", r->cyc_pkt, true);
-		json_num(f, "used_idx_stores_per_packet", r->idx_pkt, true);
-		json_num(f, "guest_interrupts_per_packet", r->irq_pkt, true);
-		json_num(f, "guest_kicks_per_packet", r->kick_pkt, true);
-		json_num(f, "worker_syscalls_per_packet", r->sys_pkt >= 0 ? r->sys_pkt : NAN, true);
-		json_num(f, "worker_epoll_waits_per_packet", r->epoll_pkt >= 0 ? r->epoll_pkt : NAN,
+		perf_json_num(f, "cycles_per_packet", r->cyc_pkt, true);
+		perf_json_num(f, "used_idx_stores_per_packet", r->idx_pkt, true);
+		perf_json_num(f, "guest_interrupts_per_packet", r->irq_pkt, true);
+		perf_json_num(f, "guest_kicks_per_packet", r->kick_pkt, true);
+		perf_json_num(f, "worker_busy_share", r->busy, true);
+		perf_json_num(f, "worker_syscalls_per_packet", r->sys_pkt >= 0 ? r->sys_pkt : NAN, true);
+		perf_json_num(f, "worker_epoll_waits_per_packet", r->epoll_pkt >= 0 ? r->epoll_pkt : NAN,
 			 true);
-		json_num(f, "client_syscalls_per_packet", r->csys_pkt >= 0 ? r->csys_pkt : NAN,
+		perf_json_num(f, "client_syscalls_per_packet", r->csys_pkt >= 0 ? r->csys_pkt : NAN,
 			 true);
-		json_num(f, "client_syscalls", r->csys >= 0 ? (double)r->csys : NAN, true);
-		json_num(f, "instructions_per_packet", r->ir_pkt >= 0 ? r->ir_pkt : NAN, true);
-		json_num(f, "ring_instructions_per_packet",
+		perf_json_num(f, "client_syscalls", r->csys >= 0 ? (double)r->csys : NAN, true);
+		perf_json_num(f, "instructions_per_packet", r->ir_pkt >= 0 ? r->ir_pkt : NAN, true);
+		perf_json_num(f, "ring_instructions_per_packet",
 			 r->ring_ir_pkt >= 0 ? r->ring_ir_pkt : NAN, true);
-		json_num(f, "instructions_per_packet_all_rounds",
+		perf_json_num(f, "instructions_per_packet_all_rounds",
 			 r->ir_all_pkt >= 0 ? r->ir_all_pkt : NAN, true);
-		json_num(f, "idle_round_instructions",
+		perf_json_num(f, "idle_round_instructions",
 			 r->idle_round_ir >= 0 ? r->idle_round_ir : NAN, true);
-		json_num(f, "busy_rounds_per_packet", r->cg_rounds >= 0 ?
+		perf_json_num(f, "busy_rounds_per_packet", r->cg_rounds >= 0 ?
 			 perf_per(r->busy_rounds, r->vq_pkts) : NAN, true);
-		json_num(f, "rounds_per_packet", r->cg_rounds >= 0 ?
+		perf_json_num(f, "rounds_per_packet", r->cg_rounds >= 0 ?
 			 r->cg_rounds / (double)RTE_MAX(r->vq_pkts, 1ull) : NAN, true);
-		json_num(f, "app_rss_bytes_per_conn", r->rss_per_conn, false);
+		perf_json_num(f, "app_rss_bytes_per_conn", r->rss_per_conn, false);
 		fprintf(f, "}%s\n", i + 1 < nb_results || nb_iso || nb_scale ? "," : "");
 	}
 	/* The isolation part: one record per condition, VM 5's round trips ("direction"). */
@@ -349,17 +392,17 @@ void perf_write_json(const char *path)
 			ISO_FLOOD_PAYLOAD, plan.flood_conns, i == ISO_FLOOD ? "true" : "false",
 			r->ok ? "true" : "false", r->ok ? "" : r->err, r->slices, plan.secs,
 			r->secs, (unsigned long long)r->round_trips);
-		json_num(f, "rtt_p50_us", r->p50, true);
-		json_num(f, "rtt_p99_us", r->p99, true);
-		json_num(f, "rtt_p999_us", r->p999, true);
-		json_num(f, "rtt_max_us", r->max, true);
+		perf_json_num(f, "rtt_p50_us", r->p50, true);
+		perf_json_num(f, "rtt_p99_us", r->p99, true);
+		perf_json_num(f, "rtt_p999_us", r->p999, true);
+		perf_json_num(f, "rtt_max_us", r->max, true);
 		/* ISO_SLOW_US is 1000. */
 		fprintf(f, "\"rtt_over_1ms\": %llu, \"flood_bytes\": %llu, ",
 			(unsigned long long)r->slow, (unsigned long long)r->flood_bytes);
-		json_num(f, "flood_gbps", r->flood_gbps, true);
-		json_num(f, "worker_busy_share", r->busy >= 0 ? r->busy : NAN, true);
-		json_num(f, "p50_over_quiet", r->p50_ratio, true);
-		json_num(f, "p99_over_quiet", r->p99_ratio, true);
+		perf_json_num(f, "flood_gbps", r->flood_gbps, true);
+		perf_json_num(f, "worker_busy_share", r->busy, true);
+		perf_json_num(f, "p50_over_quiet", r->p50_ratio, true);
+		perf_json_num(f, "p99_over_quiet", r->p99_ratio, true);
 		fprintf(f, "\"slice_p50_us\": [");
 		for (v = 0; v < r->slices && v < MAX_SLICES; v++)
 			fprintf(f, "%s%.3f", v ? ", " : "", r->slice_p50[v]);

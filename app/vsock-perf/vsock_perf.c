@@ -170,6 +170,8 @@ int main(int argc, char **argv)
 
 		if (plan.json)
 			perf_write_json(plan.json);
+		if (plan.smoke)
+			return perf_iso_smoke();
 		perf_print_iso_table(stdout);
 		return ok ? 0 : 1;
 	}

@@ -97,6 +97,7 @@ struct result {
 	double p50, p99, p999;		/* rr: microseconds */
 	uint64_t vq_pkts;		/* used entries both rings, in the window */
 	double cyc_pkt, idx_pkt, irq_pkt, kick_pkt;
+	double busy;			/* the worker's busy share of the window; NAN: unknown */
 	double sys_pkt;			/* other than epoll_wait; -1: not measured */
 	double csys_pkt;		/* this process's thread (guest + host end); -1: same */
 	long csys;			/* the same, in the whole window */
@@ -151,8 +152,10 @@ struct iso_result {
 	uint64_t slow;
 	double slice_p50[MAX_SLICES];	/* each slice's own median, microseconds */
 	uint64_t flood_bytes;		/* VM 3's bytes the host readers took in the slices */
+	/* The fewest in one slice: whether both VMs moved in every one (the smoke's check). */
+	uint64_t min_slice_rtts, min_slice_flood_bytes;
 	double flood_gbps;
-	double busy;			/* the worker's busy share of its cycles; -1: unknown */
+	double busy;			/* the worker's busy share of the slices; NAN: unknown */
 	double p50_ratio, p99_ratio;	/* over the quiet condition's */
 };
 
@@ -210,6 +213,21 @@ void perf_parse_args(int argc, char **argv);
 enum { PS_WORKER, PS_CLIENT, PS_NB };
 pid_t perf_backend_pid(void);
 void perf_counters_read(struct perf_counters *c);
+/*
+ * The worker's busy share: its cycles in rounds that moved something (record-core-cycles),
+ * over a span of the TSC, the client's timed loop between two counter reads (the window of
+ * the rate beside it). Not over the worker's own round cycles: a sleeping worker (notify)
+ * has none while it waits. Under 1, the worker waited for this process (the guest and host
+ * end it plays). A part measuring in several spans adds them up.
+ */
+struct perf_busy {
+	uint64_t busy, tsc;
+	bool failed;		/* a counter read failed: no share */
+};
+void perf_busy_add(struct perf_busy *acc, const struct perf_counters *c0,
+		   const struct perf_counters *c1, uint64_t tsc);
+/* busy / tsc; NAN when unknown. */
+double perf_busy_share(const struct perf_busy *acc);
 double perf_per(uint64_t a, uint64_t b);
 void perf_syscalls_start(void);
 long perf_syscalls_stop(unsigned int i, long *epolls);
@@ -247,6 +265,8 @@ void perf_guest_polling(struct dp_env *e);
 
 /* perf_iso.c: the isolation part; whether the app exited cleanly */
 bool perf_run_isolation(void);
+/* After it, with --smoke: TAP lines on what it did (progress, bytes), the exit code. */
+int perf_iso_smoke(void);
 
 /* perf_scale.c: the scale part; whether every count ran and its app exited cleanly */
 extern struct scale_result *scale_results;
