@@ -29,9 +29,6 @@
 #include "virtq.h"
 #include "vsock_pkt.h"
 
-/* Longest a busy device goes without asking the kernel which host sockets are ready. */
-#define HOST_EPOLL_BUSY_US 20
-
 /* rx chains dequeued at a time (host_to_guest()). */
 #define RX_CHUNK 8
 
@@ -355,7 +352,7 @@ void dp_dev_init(struct dp_dev *dev, uint64_t cid, unsigned int burst)
 	dev->cid = cid;
 	dev->burst = burst;
 	dev->tx_ask = VSOCK_PMD_BURST_MAX;
-	dev->host_epoll_interval = rte_get_tsc_hz() / 1000000 * HOST_EPOLL_BUSY_US;
+	dev->host_epoll_interval = rte_get_tsc_hz() / 1000000 * DP_HOST_EPOLL_BUSY_US;
 }
 
 bool vsock_dev_kicks_arm(struct dp_dev *dev)
@@ -387,7 +384,6 @@ void vsock_dev_kicks_disarm(struct dp_dev *dev)
 unsigned int vsock_dev_poll(struct dp_dev *dev, struct datapath_scratch *s)
 {
 	unsigned int work;
-
 	uint64_t now;
 
 	work = guest_to_host(dev, s);
@@ -395,9 +391,12 @@ unsigned int vsock_dev_poll(struct dp_dev *dev, struct datapath_scratch *s)
 	/*
 	 * Socket readiness costs an epoll_wait syscall. While the rings are busy it
 	 * would take a third of the lcore at every round, so it is asked at most every
-	 * host_epoll_interval then; idle rounds ask every time and react at once.
+	 * host_epoll_interval then; idle rounds ask every time and react at once. A
+	 * device its worker watches asks only once the worker saw it has events.
 	 */
-	if (!dev->poll_busy || now - dev->host_epoll_tsc >= dev->host_epoll_interval) {
+	if ((!dev->poll_busy || now - dev->host_epoll_tsc >= dev->host_epoll_interval) &&
+	    (dev->host_ready || !dev->host_watched)) {
+		dev->host_ready = false;
 		dev->host_epoll_tsc = now;
 		work += conn_poll_host(dev->conns, now, HOST_POLL_BUDGET);
 	} else {

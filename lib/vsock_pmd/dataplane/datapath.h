@@ -60,6 +60,12 @@ struct dp_dev {
 	bool poll_busy;		/* the last poll did some work */
 	bool rx_filled_all;		/* the last rx burst filled every chain it asked for */
 	uint16_t tx_ask;		/* most tx chains a burst takes: fewer after a byte cut */
+	/*
+	 * Its worker's: the device's host sockets are in the worker's set (else the poll asks
+	 * the kernel itself), and that set said they have events not yet taken.
+	 */
+	bool host_watched;
+	bool host_ready;
 	uint64_t host_epoll_tsc;	/* last socket readiness check */
 	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */
 	/*
@@ -73,6 +79,9 @@ struct dp_dev {
 	uint64_t cid;
 	struct dp_stats stats;
 };
+
+/** Longest a busy device goes without asking the kernel which host sockets are ready. */
+#define DP_HOST_EPOLL_BUSY_US 20
 
 /** Host socket events served per device per round: keeps one busy VM from starving the others. */
 #define HOST_POLL_BUDGET 64

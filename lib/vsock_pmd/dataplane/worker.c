@@ -10,6 +10,7 @@
  * again. That is what makes freeing the memory table safe afterwards.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdalign.h>
@@ -79,6 +80,14 @@ struct worker {
 	uint32_t seen_seq;
 	struct worker_stats stats;
 	int epfd;		/* notify mode: kick eventfds, host sockets, wake_fd */
+	/*
+	 * Every attached device's host sockets, one epoll set of their tables' epoll sets:
+	 * one epoll_wait tells which devices have host events (host_events()).
+	 */
+	int host_epfd;
+	uint64_t host_tsc;	/* last host_events() */
+	uint64_t host_interval;	/* TSC cycles between them while every device is busy */
+	bool idle_seen;		/* a device found no work in the last round */
 	int wake_fd;		/* eventfd the control side writes after a request or stop */
 	/* Adaptive mode: TSC at the first round without work since the last busy one, or 0. */
 	uint64_t idle_since;
@@ -131,6 +140,53 @@ static void watch_dev(struct worker *w, struct dp_dev *dev, int op)
 			  strerror(errno));
 }
 
+/*
+ * Watch (EPOLL_CTL_ADD) or stop watching (EPOLL_CTL_DEL) @p dev's host sockets in the worker's
+ * host set. A device that cannot be watched asks the kernel itself, as often as before.
+ */
+static void watch_host(struct worker *w, struct dp_dev *dev, int op)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = dev };
+
+	if (op == EPOLL_CTL_DEL) {
+		if (dev->host_watched)
+			epoll_ctl(w->host_epfd, op, conn_table_epoll_fd(dev->conns), &ev);
+		dev->host_watched = false;
+		return;
+	}
+	dev->host_ready = true;	/* whatever came before the attach */
+	dev->host_watched = epoll_ctl(w->host_epfd, op, conn_table_epoll_fd(dev->conns), &ev) == 0;
+	if (!dev->host_watched)
+		VSOCK_LOG(ERR, "lcore %u: VM cid %" PRIu64 ": cannot watch its host sockets (%s); "
+			  "it asks for their events every round", w->lcore_id, dev->cid,
+			  strerror(errno));
+}
+
+/*
+ * Which devices have host socket events: one epoll_wait for all of them, where each idle
+ * device would make its own. Asked at the start of every round after one in which a
+ * device was idle (it should react at once), else every host_interval, as a busy device
+ * asks (vsock_dev_poll()). An inner set stays readable while it holds events, so a device
+ * that took only part of them is told again.
+ */
+static void host_events(struct worker *w)
+{
+	struct epoll_event ev[WORKER_MAX_DEVS];
+	uint64_t now;
+	int i, n;
+
+	if (!w->idle_seen) {
+		now = rte_get_tsc_cycles();
+		if (now - w->host_tsc < w->host_interval)
+			return;
+		w->host_tsc = now;
+	}
+	w->idle_seen = false;
+	n = epoll_wait(w->host_epfd, ev, RTE_DIM(ev), 0);
+	for (i = 0; i < n; i++)
+		((struct dp_dev *)ev[i].data.ptr)->host_ready = true;
+}
+
 /* Wake a worker sleeping in notify mode; harmless otherwise. */
 static void wake(struct worker *w)
 {
@@ -158,6 +214,7 @@ static void apply_request(struct worker *w, const struct worker_req *req)
 	case WORKER_ATTACH:
 		RTE_VERIFY(w->nb_devs < WORKER_MAX_DEVS);
 		w->devs[w->nb_devs++] = req->dev;
+		watch_host(w, req->dev, EPOLL_CTL_ADD);
 		if (workers_may_sleep())
 			watch_dev(w, req->dev, EPOLL_CTL_ADD);
 		break;
@@ -165,6 +222,7 @@ static void apply_request(struct worker *w, const struct worker_req *req)
 		for (i = 0; i < w->nb_devs; i++) {
 			if (w->devs[i] == req->dev) {
 				w->devs[i] = w->devs[--w->nb_devs];
+				watch_host(w, req->dev, EPOLL_CTL_DEL);
 				if (workers_may_sleep())
 					watch_dev(w, req->dev, EPOLL_CTL_DEL);
 				break;
@@ -201,12 +259,15 @@ static inline uint64_t dev_packets(const struct dp_dev *dev)
 static unsigned int poll_round_timed(struct worker *w)
 {
 	uint64_t start = rte_rdtsc(), pkts = 0, cycles;
-	unsigned int i, work = 0;
+	unsigned int i, work = 0, n;
 
+	host_events(w);
 	for (i = 0; i < w->nb_devs; i++) {
 		uint64_t before = dev_packets(w->devs[i]);
 
-		work += vsock_dev_poll(w->devs[i], w->scratch);
+		n = vsock_dev_poll(w->devs[i], w->scratch);
+		w->idle_seen |= n == 0;
+		work += n;
 		pkts += dev_packets(w->devs[i]) - before;
 	}
 	cycles = rte_rdtsc() - start;
@@ -332,7 +393,7 @@ static int worker_loop(void *arg)
 
 	VSOCK_LOG(INFO, "lcore %u polling", w->lcore_id);
 	while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
-		unsigned int i, work = 0;
+		unsigned int i, work = 0, n;
 
 		serve_mailbox(w);
 		/* Paused: the rings keep their descriptors, the mailbox is still served. */
@@ -343,8 +404,12 @@ static int worker_loop(void *arg)
 		if (unlikely(__atomic_load_n(&w->record_cycles, __ATOMIC_RELAXED))) {
 			work = poll_round_timed(w);
 		} else {
-			for (i = 0; i < w->nb_devs; i++)
-				work += vsock_dev_poll(w->devs[i], w->scratch);
+			host_events(w);
+			for (i = 0; i < w->nb_devs; i++) {
+				n = vsock_dev_poll(w->devs[i], w->scratch);
+				w->idle_seen |= n == 0;
+				work += n;
+			}
 		}
 		w->stats.polls++;
 		if (work)
@@ -479,7 +544,10 @@ int workers_start(void)
 		w->waker.lcore = lcore;
 		ep_waker_set_fd(lcore, w->wake_fd);
 		w->epfd = epoll_create1(EPOLL_CLOEXEC);
-		if (w->wake_fd < 0 || w->epfd < 0 ||
+		w->host_epfd = epoll_create1(EPOLL_CLOEXEC);
+		w->host_interval = rte_get_tsc_hz() / 1000000 * DP_HOST_EPOLL_BUSY_US;
+		w->idle_seen = true;
+		if (w->wake_fd < 0 || w->epfd < 0 || w->host_epfd < 0 ||
 		    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd,
 			      &(struct epoll_event){ .events = EPOLLIN }) < 0) {
 			int rc = -errno;
@@ -530,6 +598,8 @@ void workers_stop(void)
 		pthread_mutex_destroy(&w->ctl_lock);
 		if (w->epfd >= 0)
 			close(w->epfd);
+		if (w->host_epfd >= 0)
+			close(w->host_epfd);
 		ep_waker_set_fd(w->lcore_id, -1);
 		if (w->wake_fd >= 0)
 			close(w->wake_fd);
