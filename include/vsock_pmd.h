@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /** Most vhost-user devices (VMs) one process serves. */
-#define VSOCK_PMD_MAX_VMS 64
+#define VSOCK_PMD_MAX_VMS 256
 /** Packets handled per virtqueue per poll, as testpmd's "set burst". */
 #define VSOCK_PMD_BURST_DEFAULT 32
 #define VSOCK_PMD_BURST_MAX 512

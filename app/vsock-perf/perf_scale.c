@@ -30,11 +30,10 @@
  * Resources: every VM of the app gets --mbufs SCALE_MBUFS payload mbufs, the same at every count
  * so that the figures compare: the default 8192 per VM would take 1.2 GiB at 64 VMs, over the
  * benchmark's -m 512 without hugepages; 256 leave VM 3's one connection more than its 256 KiB
- * of credit in 2 KiB mbufs, and 256 VMs fit in 512 MiB with them (tried with VSOCK_PMD_MAX_VMS
- * raised to 256). Each guest's memory is a 64 MiB memfd, touched only where its rings and
+ * of credit in 2 KiB mbufs, and 256 VMs fit in 512 MiB with them. Each guest's memory is a 64 MiB memfd, touched only where its rings and
  * buffers are (small buffers on the idle VMs). This process holds about a dozen fds per VM (its
  * vhost-user socket, memfd, kick and call eventfds); the app raises its own limit. One app
- * serves at most VSOCK_PMD_MAX_VMS VMs (include/vsock_pmd.h, 64 today): the engine's VM table,
+ * serves at most VSOCK_PMD_MAX_VMS VMs (include/vsock_pmd.h, 256): the engine's VM table,
  * and each worker's, are that long; --vms refuses larger counts.
  */
 #include <errno.h>
