@@ -182,11 +182,16 @@ void ep_pipe_poll(struct ep *e, uint32_t *held);
 
 /**
  * Write @p len bytes of @p iov (@p n pieces) straight out, without queueing: what the far
- * side takes now. A pipe takes mbufs only: 0. Clears EP_WRITABLE when it took less.
+ * side takes now. Clears EP_WRITABLE when it took less. A pipe takes mbufs only: 0. An end
+ * that copies into mbufs takes them from @p io, at most @p max_mbufs, counted in @p held.
  * @return bytes written, or -EMSGSIZE / -EIO (the connection is lost).
  */
-static inline ssize_t ep_writev(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
+static inline ssize_t ep_writev(struct ep *e, struct ep_io *io, const struct iovec *iov,
+				unsigned int n, size_t len, uint32_t *held, uint32_t max_mbufs)
 {
+	(void)io;
+	(void)held;
+	(void)max_mbufs;
 	return e->kind == EP_SOCK ? ep_sock_writev(e, iov, n, len) : 0;
 }
 
