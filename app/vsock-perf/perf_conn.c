@@ -76,7 +76,7 @@ uint64_t perf_sent_csum(const struct pconn *pc)
 
 /*
  * Native: offer the guest @p len bytes of the pattern from @p at, in NATIVE_SEG-byte mbufs
- * (one burst at most). What the ring does not take stays held and is offered first next
+ * (NATIVE_FILL at most). What the ring does not take stays held and is offered first next
  * time, so @p at must then be where the held bytes start. Returns bytes taken.
  */
 static long native_send(struct pconn *pc, uint64_t at, uint64_t len)
@@ -87,7 +87,7 @@ static long native_send(struct pconn *pc, uint64_t at, uint64_t len)
 
 	if (pc->held_off == pc->nb_held) {
 		unsigned int nb = (unsigned int)RTE_MIN((len + NATIVE_SEG - 1) / NATIVE_SEG,
-							(uint64_t)NATIVE_BURST);
+							(uint64_t)NATIVE_FILL);
 
 		pc->nb_held = pc->held_off = 0;
 		if (nb == 0 || rte_pktmbuf_alloc_bulk(perf_native_pool(), pc->held, nb) != 0)

@@ -261,6 +261,20 @@ int ep_sock_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held, u
 	return end_send(e, q, held, moved);
 }
 
+/* A polled end takes mbufs only, as a SEQPACKET pipe: the protocol queues for it. */
+ssize_t ep_pipe_writev(struct ep *e, struct ep_io *io, const struct iovec *iov, unsigned int n,
+		       size_t len, uint32_t *held, uint32_t max_mbufs)
+{
+	RTE_SET_USED(e);
+	RTE_SET_USED(io);
+	RTE_SET_USED(iov);
+	RTE_SET_USED(n);
+	RTE_SET_USED(len);
+	RTE_SET_USED(held);
+	RTE_SET_USED(max_mbufs);
+	return 0;
+}
+
 int ep_pipe_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved)
 {
 	return end_send(e, q, held, moved);

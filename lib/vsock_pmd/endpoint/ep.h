@@ -175,6 +175,8 @@ ssize_t ep_sock_readv(struct ep *e, const struct iovec *iov, unsigned int n, siz
 int ep_sock_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held, uint32_t *moved);
 ssize_t ep_sock_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held,
 		     uint32_t want, uint32_t max_mbufs);
+ssize_t ep_pipe_writev(struct ep *e, struct ep_io *io, const struct iovec *iov, unsigned int n,
+		       size_t len, uint32_t *held, uint32_t max_mbufs);
 int ep_pipe_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved);
 ssize_t ep_pipe_recv(struct ep *e, struct mq *q, uint32_t *held, uint32_t want,
 		     uint32_t max_mbufs);
@@ -182,12 +184,23 @@ void ep_pipe_poll(struct ep *e, uint32_t *held);
 
 /**
  * Write @p len bytes of @p iov (@p n pieces) straight out, without queueing: what the far
- * side takes now. A pipe takes mbufs only: 0. Clears EP_WRITABLE when it took less.
+ * side takes now. A socket writes them (and clears EP_WRITABLE when it took less); a stream
+ * pipe copies them into fresh mbufs of @p io, at most @p max_mbufs of them and as many as its
+ * ring has room for, each counted in @p held until the far side takes it. A SEQPACKET pipe
+ * takes nothing: a message's end travels in its last mbuf, through the queue (ep_send()).
  * @return bytes written, or -EMSGSIZE / -EIO (the connection is lost).
  */
-static inline ssize_t ep_writev(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
+static inline ssize_t ep_writev(struct ep *e, struct ep_io *io, const struct iovec *iov,
+				unsigned int n, size_t len, uint32_t *held, uint32_t max_mbufs)
 {
-	return e->kind == EP_SOCK ? ep_sock_writev(e, iov, n, len) : 0;
+	switch (e->kind) {
+	case EP_SOCK:
+		return ep_sock_writev(e, iov, n, len);
+	case EP_PIPE:
+		return ep_pipe_writev(e, io, iov, n, len, held, max_mbufs);
+	default:
+		return 0;
+	}
 }
 
 /**

@@ -17,9 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/virtio_vsock.h>
+
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_memcpy.h>
 #include <rte_memzone.h>
 
 #include "ep.h"
@@ -280,6 +283,64 @@ int ep_pipe_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved)
 	if (*moved && !drop)
 		ep_pipe_wake(e->pipe, !e->side);
 	return 0;
+}
+
+/* mbufs handed to the far side at a time while a write fills them: it starts on the first. */
+#define WRITEV_CHUNK 4
+
+/*
+ * Guest bytes straight into fresh mbufs on the ring, without the to_host queue: one copy,
+ * each mbuf filled to its room, whatever the packets' sizes (a run of small packets shares
+ * one). A far side that reads no more gets nothing, as in ep_pipe_send().
+ */
+ssize_t ep_pipe_writev(struct ep *e, struct ep_io *io, const struct iovec *iov, unsigned int n,
+		       size_t len, uint32_t *held, uint32_t max_mbufs)
+{
+	struct ep_pipe *p = e->pipe;
+	struct rte_ring *out = p->r[e->side];
+	unsigned int i, nb, piece = 0, ready = 0;
+	size_t off = 0, done = 0;
+
+	if (p->type != VIRTIO_VSOCK_TYPE_STREAM || len == 0)
+		return 0;
+	if (ep_pipe_flags(p, !e->side) & (EP_PIPE_SHUT_RCV | EP_PIPE_CLOSED))
+		return (ssize_t)len;
+	nb = (unsigned int)RTE_MIN((len + io->room - 1) / io->room, (size_t)io->n);
+	nb = RTE_MIN(RTE_MIN(nb, rte_ring_free_count(out)), max_mbufs);
+	if (nb == 0 || rte_pktmbuf_alloc_bulk(io->pool, io->mbufs, nb) != 0)
+		return 0;
+	for (i = 0; i < nb; i++) {
+		struct rte_mbuf *m = io->mbufs[i];
+		uint8_t *dst = rte_pktmbuf_mtod(m, uint8_t *);
+		uint32_t l = (uint32_t)RTE_MIN(len - done, (size_t)io->room), got = 0;
+
+		/* The pieces from where the previous mbuf stopped. */
+		while (got < l && piece < n) {
+			size_t k = RTE_MIN(iov[piece].iov_len - off, (size_t)(l - got));
+
+			rte_memcpy(dst + got, (const uint8_t *)iov[piece].iov_base + off, k);
+			got += (uint32_t)k;
+			off += k;
+			if (off == iov[piece].iov_len) {
+				piece++;
+				off = 0;
+			}
+		}
+		m->data_len = (uint16_t)got;
+		m->pkt_len = got;
+		done += got;
+		/* Single producer: every one of the nb fits, as counted above. */
+		if (i + 1 - ready == WRITEV_CHUNK || i + 1 == nb) {
+			rte_ring_sp_enqueue_bulk(out, (void **)&io->mbufs[ready], i + 1 - ready,
+						 NULL);
+			ready = i + 1;
+		}
+	}
+	/* In the pipe they count against our quota, until the far side takes them. */
+	e->held = (uint16_t)(e->held + nb);
+	*held += nb;
+	ep_pipe_wake(p, !e->side);
+	return (ssize_t)done;
 }
 
 /* One mbuf (chain) from the far side into @p q, segment by segment. */

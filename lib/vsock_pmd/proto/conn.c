@@ -260,7 +260,8 @@ static ssize_t direct_write(struct conn_table *t, struct conn *c, const struct i
 {
 	unsigned int n = iov_slice(t->io.iov, t->io.n, p, cnt, off, len);
 
-	return n ? ep_writev(&c->ep, t->io.iov, n, len) : 0;
+	return n ? ep_writev(&c->ep, &t->io, t->io.iov, n, len, &t->to_host_held,
+			     quota_left(t->to_host_held, t->dir_quota)) : 0;
 }
 
 static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr *h,
@@ -595,7 +596,8 @@ static unsigned int data_run_to_host(struct conn_table *t, const struct data_run
 	ssize_t w;
 
 	/* The whole run in one call: the syscall is paid per burst, not per packet. */
-	w = ep_writev(&c->ep, t->io.iov, r->cnt, r->total);
+	w = ep_writev(&c->ep, &t->io, t->io.iov, r->cnt, r->total, &t->to_host_held,
+		      quota_left(t->to_host_held, t->dir_quota));
 	if (w < 0) {
 		conn_reset(t, c, w == -EMSGSIZE ? CONN_ERR_MSG_SIZE : CONN_ERR_HOST_IO);
 		t->stats.from_guest_pkts += n;
