@@ -27,6 +27,8 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 
+#include <rte_ring.h>
+
 #include "ep_queue.h"
 #include "ep_pipe.h"
 #include "ep_uds.h"
@@ -80,11 +82,12 @@ struct ep_io {
 
 /** The host side of one table: where its endpoints come from and how their events come. */
 struct ep_host {
-	char uds_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int listen_fd;		/* the caller's: never closed here */
-	int epfd;
+	/* First: a quiet round reads incoming (ep_incoming_pending()), not the path. */
 	struct rte_ring *incoming;	/* pipes others open to our guest (MP/SC) */
 	struct ep_waker *waker;		/* the worker polling our pipes, or NULL */
+	int listen_fd;		/* the caller's: never closed here */
+	int epfd;
+	char uds_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
 /** A connection's addresses, as the side that opens it sees them. */
@@ -155,6 +158,12 @@ int ep_accept_listener(struct ep_host *h, struct ep *e);
  * @return 0 or -EAGAIN (none waiting).
  */
 int ep_accept_incoming(struct ep_host *h, struct ep *e, struct ep_addr *a);
+
+/** Whether a pipe waits on the incoming ring: ep_accept_incoming() has one to take. */
+static inline bool ep_incoming_pending(const struct ep_host *h)
+{
+	return h->incoming && !rte_ring_empty(h->incoming);
+}
 
 /** Take an accepted endpoint on: its events come with @p token. @return 0 or -errno. */
 int ep_register(struct ep_host *h, struct ep *e, uint64_t token);

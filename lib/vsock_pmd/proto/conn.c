@@ -905,3 +905,9 @@ bool conn_has_output(const struct conn_table *t)
 {
 	return t->rst_count || !TAILQ_EMPTY(&t->ctl) || !TAILQ_EMPTY(&t->data);
 }
+
+bool conn_table_quiet(const struct conn_table *t)
+{
+	return TAILQ_EMPTY(&t->timers) && TAILQ_EMPTY(&t->work) && TAILQ_EMPTY(&t->polled) &&
+	       TAILQ_EMPTY(&t->qwait) && !conn_has_output(t) && !ep_incoming_pending(&t->host);
+}

@@ -203,6 +203,14 @@ uint32_t conn_to_guest(struct conn_table *t, const struct iovec *buf, unsigned i
 bool conn_has_output(const struct conn_table *t);
 
 /**
+ * True when nothing is left for conn_service_host() or conn_to_guest() until the guest or a
+ * host end acts: no timer, no queued work, nothing owed to the guest, no end that must be
+ * polled, no pipe waiting to be accepted. O(1), a few cache lines: a worker skips such a
+ * table on rounds where neither its guest's ring nor its host sockets have anything new.
+ */
+bool conn_table_quiet(const struct conn_table *t);
+
+/**
  * Serve the host side: accept connections, read CONNECT lines, move bytes between host sockets
  * and the per-connection queues within credit, notice host closes, expire timers. At most
  * @p budget units of work (socket events and connection services).

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -344,6 +345,9 @@ struct conn_table *conn_table_create(const struct conn_table_conf *conf)
 	uint32_t i;
 	int ret;
 
+	/* conn_table_quiet()'s fields in the table's first two cache lines (its layout). */
+	RTE_BUILD_BUG_ON(offsetof(struct conn_table, host) + sizeof(void *) >
+			 2 * RTE_CACHE_LINE_SIZE);
 	if (!conf->uds_path || strlen(conf->uds_path) >= sizeof(t->host.uds_path) || !conf->pool ||
 	    conf->max_conns == 0 || conf->buf_alloc == 0 || conf->timeout_ms == 0 ||
 	    conf->line_timeout_ms == 0 || conf->connect_timeout_ms == 0 ||
