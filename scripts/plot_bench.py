@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots of a scripts/bench.sh run, from its JSON (vsock-perf --json), into the same directory.
 
-    plot_bench.py DIR      reads DIR/{payload,wait,burst,native,rings,scale}.json, writes DIR/*.png
+    plot_bench.py DIR      reads DIR/{payload,wait,burst,native,rings,scale,isolation}.json, writes DIR/*.png
 
 Every point is the median over the repetitions of one (variant, case); failed cases are left
 out. Needs Debian's python3-matplotlib.
@@ -221,17 +221,43 @@ def scale(doc, out):
     fig.savefig(out)
 
 
+def isolation(doc, out):
+    """The isolation part: VM 5's p50 in each quiet and flood slice, in the order they ran."""
+    recs = {c["condition"]: c for c in doc["cases"] if c.get("part") == "isolation" and c["ok"]}
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for cond, mark in (("quiet", "o-"), ("flood", "s-")):
+        c = recs.get(cond)
+        if c is None:
+            continue
+        ys = c.get("slice_p50_us") or []
+        ax.plot(range(1, len(ys) + 1), ys, mark,
+                label=f"{cond}: p50 {c['rtt_p50_us']:.1f} us, p99 {c['rtt_p99_us']:.1f} us")
+    if "quiet" in recs:
+        ax.axhline(2 * recs["quiet"]["rtt_p50_us"], color="k", linestyle="--", linewidth=0.8,
+                   label="target: p50 within 2x quiet")
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("slice (quiet and flood alternated)")
+    ax.set_ylabel("VM 5's 64 B round trip, p50 of the slice (us)")
+    ax.set_title("a neighbour's round trips while VM 3 streams 64 KiB on the same lcore")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out)
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
     made = []
     for name, fn in (("payload", throughput), ("wait", rtt), ("burst", burst),
-                     ("native", native), ("rings", rings), ("scale", scale)):
+                     ("native", native), ("rings", rings), ("scale", scale),
+                     ("isolation", isolation)):
         doc = load(os.path.join(d, name + ".json"))
         if doc is None:
             continue
         out = os.path.join(d, {"payload": "throughput.png", "wait": "rtt.png",
                                "burst": "burst.png", "native": "native.png",
-                               "rings": "rings.png", "scale": "scale.png"}[name])
+                               "rings": "rings.png", "scale": "scale.png",
+                               "isolation": "isolation.png"}[name])
         fn(doc, out)
         made.append(out)
     doc = load(os.path.join(d, "payload.json"))
