@@ -208,6 +208,17 @@ ops_tel(const struct ops_env *o, const char *cmd, char *out, size_t len)
 		else
 			out[n] = '\0';
 	}
+	/*
+	 * Wait for the app to close its end, which it does once it reads our EOF: otherwise
+	 * its descriptor for this query can still be open (its thread not yet run, on a busy
+	 * machine) when the next query counts the app's descriptors (open_fds).
+	 */
+	if (rc == 0 && shutdown(fd, SHUT_WR) == 0) {
+		char end[64];
+
+		while (recv(fd, end, sizeof(end), 0) > 0)
+			;
+	}
 	close(fd);
 	return rc;
 }

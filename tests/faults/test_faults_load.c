@@ -9,6 +9,7 @@
  * Bounded: every step must be done within LOAD_MS of the start, a bound for a stall, not a
  * speed (the run takes about 30 s here); the time taken is reported.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -102,6 +103,54 @@ start_app(void)
 	if (app_proc_start(&app.dp.app, eal, args, socks, 30000) < 0)
 		return -1;
 	return 0;
+}
+
+/* The app's descriptors as "fd -> target" lines, for a diagnostic when the count is off. */
+#define FD_LIST_MAX 256
+static char fd_list[2][FD_LIST_MAX][340];
+static unsigned int fd_list_n[2];
+
+static void
+fds_snapshot(unsigned int which)
+{
+	char dir[64], path[352], target[64];
+	struct dirent *d;
+	DIR *dp;
+
+	fd_list_n[which] = 0;
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)app.dp.app.pid);
+	dp = opendir(dir);
+	if (dp == NULL)
+		return;
+	while ((d = readdir(dp)) != NULL && fd_list_n[which] < FD_LIST_MAX) {
+		ssize_t n;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = '\0';
+		snprintf(fd_list[which][fd_list_n[which]++], sizeof(fd_list[0][0]), "%s -> %s",
+			 d->d_name, target);
+	}
+	closedir(dp);
+}
+
+/* The descriptors in one snapshot and not in the other, both ways. */
+static void
+fds_diff(void)
+{
+	unsigned int w, i, j;
+
+	for (w = 0; w < 2; w++)
+		for (i = 0; i < fd_list_n[w]; i++) {
+			for (j = 0; j < fd_list_n[!w]; j++)
+				if (strcmp(fd_list[w][i], fd_list[!w][j]) == 0)
+					break;
+			if (j == fd_list_n[!w])
+				tap_diag("fd %s: %s", w ? "after only" : "attached only",
+					 fd_list[w][i]);
+		}
 }
 
 static bool
@@ -299,7 +348,23 @@ main(void)
 	}
 	if (!tap_ok(i == NVMS, "%u guests attached, each with a host listener", NVMS))
 		goto out;
-	res_read(&attached);
+	/*
+	 * The baseline once the app has taken in the attaches: the last guest's vhost-user
+	 * messages (its eventfds) may still be on their way when the test sees it attached.
+	 */
+	{
+		struct fx_res prev;
+		uint64_t end = fx_now_ms() + 5000;
+
+		res_read(&attached);
+		do {
+			prev = attached;
+			usleep(200 * 1000);
+			poll_guests();
+			res_read(&attached);
+		} while (attached.open_fds != prev.open_fds && fx_now_ms() < end);
+	}
+	fds_snapshot(0);
 	for (k = 0; k < NCONNS; k++) {
 		conns[k].fd = -1;
 		pattern_init(&conns[k].gtx, seed_of(k, 0));
@@ -397,6 +462,10 @@ main(void)
 		after.open_fds == attached.open_fds, "after: connections %" PRIu64
 		", mbufs in use %" PRIu64 " (start %" PRIu64 "), fds %" PRIu64 " (start %" PRIu64 ")", after.conns,
 		after.mbufs_in_use, attached.mbufs_in_use, after.open_fds, attached.open_fds);
+	if (after.open_fds != attached.open_fds) {
+		fds_snapshot(1);
+		fds_diff();
+	}
 	tap_diag("memory: app RSS %" PRIu64 " KiB after every connection closed", after.rss >> 10);
 	for (i = 0; i < NVMS; i++)
 		if (vms[i].e.g.errors)
