@@ -375,6 +375,11 @@ bool vsock_dev_kicks_arm(struct dp_dev *dev)
 	       (want_rx && vq_avail_pending(&dev->vq[VSOCK_VQ_RX]));
 }
 
+bool vsock_dev_host_prompt(const struct dp_dev *dev)
+{
+	return conn_socket_count(dev->conns) != 0;
+}
+
 void vsock_dev_kicks_disarm(struct dp_dev *dev)
 {
 	vq_disable_guest_kicks(&dev->vq[VSOCK_VQ_RX]);

@@ -121,6 +121,14 @@ unsigned int vsock_dev_poll(struct dp_dev *dev, struct datapath_scratch *s);
  */
 bool vsock_dev_kicks_arm(struct dp_dev *dev);
 
+/**
+ * Whether @p dev, idle, wants its host sockets asked for events at the next round: it has
+ * socket connections, whose bytes should not wait. Without any (its listener alone, native
+ * and guest-to-guest pipes), every DP_HOST_EPOLL_BUSY_US is soon enough: a connect waits
+ * that long at most, and an idle round saves a syscall.
+ */
+bool vsock_dev_host_prompt(const struct dp_dev *dev);
+
 /** Polling again: the guest need not kick us. */
 void vsock_dev_kicks_disarm(struct dp_dev *dev);
 

@@ -87,7 +87,7 @@ struct worker {
 	int host_epfd;
 	uint64_t host_tsc;	/* last host_events() */
 	uint64_t host_interval;	/* TSC cycles between them while every device is busy */
-	bool idle_seen;		/* a device found no work in the last round */
+	bool idle_seen;		/* a device with socket connections found no work last round */
 	int wake_fd;		/* eventfd the control side writes after a request or stop */
 	/* Adaptive mode: TSC at the first round without work since the last busy one, or 0. */
 	uint64_t idle_since;
@@ -266,7 +266,7 @@ static unsigned int poll_round_timed(struct worker *w)
 		uint64_t before = dev_packets(w->devs[i]);
 
 		n = vsock_dev_poll(w->devs[i], w->scratch);
-		w->idle_seen |= n == 0;
+		w->idle_seen |= n == 0 && vsock_dev_host_prompt(w->devs[i]);
 		work += n;
 		pkts += dev_packets(w->devs[i]) - before;
 	}
@@ -407,7 +407,7 @@ static int worker_loop(void *arg)
 			host_events(w);
 			for (i = 0; i < w->nb_devs; i++) {
 				n = vsock_dev_poll(w->devs[i], w->scratch);
-				w->idle_seen |= n == 0;
+				w->idle_seen |= n == 0 && vsock_dev_host_prompt(w->devs[i]);
 				work += n;
 			}
 		}

@@ -906,6 +906,11 @@ bool conn_has_output(const struct conn_table *t)
 	return t->rst_count || !TAILQ_EMPTY(&t->ctl) || !TAILQ_EMPTY(&t->data);
 }
 
+uint32_t conn_socket_count(const struct conn_table *t)
+{
+	return t->nb_used - t->nb_polled;
+}
+
 bool conn_table_quiet(const struct conn_table *t)
 {
 	return TAILQ_EMPTY(&t->timers) && TAILQ_EMPTY(&t->work) && TAILQ_EMPTY(&t->polled) &&

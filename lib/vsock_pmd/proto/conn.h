@@ -211,6 +211,12 @@ bool conn_has_output(const struct conn_table *t);
 bool conn_table_quiet(const struct conn_table *t);
 
 /**
+ * Connections whose host end is not a polled pipe: a socket, whose events come through the
+ * table's epoll set (its listener's too, but a new connection may wait). O(1).
+ */
+uint32_t conn_socket_count(const struct conn_table *t);
+
+/**
  * Serve the host side: accept connections, read CONNECT lines, move bytes between host sockets
  * and the per-connection queues within credit, notice host closes, expire timers. At most
  * @p budget units of work (socket events and connection services).

@@ -106,6 +106,7 @@ struct conn_table {
 	struct conn_list qwait;		/* host reads waiting for to_guest_held to drop */
 	uint32_t rst_head, rst_count;
 	uint32_t nb_polled;
+	uint32_t nb_used;
 	uint64_t now;		/* now_tsc of the current conn_poll_host() */
 	struct ep_host host;	/* its first field, incoming, still in the second line */
 
@@ -114,7 +115,6 @@ struct conn_table {
 	struct rte_hash *hash;		/* (guest_port, host_port, peer_cid) -> conn */
 	uint64_t timeout_tsc, line_timeout_tsc, connect_timeout_tsc;
 	uint32_t next_port;	/* next host port offset for host -> guest connections */
-	uint32_t nb_used;
 	uint32_t nb_free;
 	uint32_t *free_idx;
 	struct conn *conns;
