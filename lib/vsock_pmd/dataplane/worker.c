@@ -165,8 +165,8 @@ static void watch_host(struct worker *w, struct dp_dev *dev, int op)
 /*
  * Which devices have host socket events: one epoll_wait for all of them, where each idle
  * device would make its own. Asked at the start of every round after one in which a
- * device was idle (it should react at once), else every host_interval, as a busy device
- * asks (vsock_dev_poll()). An inner set stays readable while it holds events, so a device
+ * device with socket connections was idle (their bytes should not wait), else every
+ * host_interval, as a busy device asks (vsock_dev_poll()). An inner set stays readable while it holds events, so a device
  * that took only part of them is told again.
  */
 static void host_events(struct worker *w)
@@ -185,6 +185,15 @@ static void host_events(struct worker *w)
 	n = epoll_wait(w->host_epfd, ev, RTE_DIM(ev), 0);
 	for (i = 0; i < n; i++)
 		((struct dp_dev *)ev[i].data.ptr)->host_ready = true;
+}
+
+/* One device's round; an idle one with socket connections has the next round ask the kernel. */
+static inline unsigned int poll_dev(struct worker *w, struct dp_dev *dev)
+{
+	unsigned int work = vsock_dev_poll(dev, w->scratch);
+
+	w->idle_seen |= work == 0 && vsock_dev_host_prompt(dev);
+	return work;
 }
 
 /* Wake a worker sleeping in notify mode; harmless otherwise. */
@@ -259,15 +268,13 @@ static inline uint64_t dev_packets(const struct dp_dev *dev)
 static unsigned int poll_round_timed(struct worker *w)
 {
 	uint64_t start = rte_rdtsc(), pkts = 0, cycles;
-	unsigned int i, work = 0, n;
+	unsigned int i, work = 0;
 
 	host_events(w);
 	for (i = 0; i < w->nb_devs; i++) {
 		uint64_t before = dev_packets(w->devs[i]);
 
-		n = vsock_dev_poll(w->devs[i], w->scratch);
-		w->idle_seen |= n == 0 && vsock_dev_host_prompt(w->devs[i]);
-		work += n;
+		work += poll_dev(w, w->devs[i]);
 		pkts += dev_packets(w->devs[i]) - before;
 	}
 	cycles = rte_rdtsc() - start;
@@ -393,7 +400,7 @@ static int worker_loop(void *arg)
 
 	VSOCK_LOG(INFO, "lcore %u polling", w->lcore_id);
 	while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
-		unsigned int i, work = 0, n;
+		unsigned int i, work = 0;
 
 		serve_mailbox(w);
 		/* Paused: the rings keep their descriptors, the mailbox is still served. */
@@ -405,11 +412,8 @@ static int worker_loop(void *arg)
 			work = poll_round_timed(w);
 		} else {
 			host_events(w);
-			for (i = 0; i < w->nb_devs; i++) {
-				n = vsock_dev_poll(w->devs[i], w->scratch);
-				w->idle_seen |= n == 0 && vsock_dev_host_prompt(w->devs[i]);
-				work += n;
-			}
+			for (i = 0; i < w->nb_devs; i++)
+				work += poll_dev(w, w->devs[i]);
 		}
 		w->stats.polls++;
 		if (work)
