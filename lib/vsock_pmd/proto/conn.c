@@ -254,14 +254,23 @@ static int to_host_copy(struct conn_table *t, struct conn *c, const struct iovec
 	return 0;
 }
 
+/*
+ * The first @p n pieces of t->io.iov, @p len bytes, straight to @p c's host end: a pipe takes
+ * them in mbufs of the table's scratch, within the to_host quota. @return bytes written.
+ */
+static ssize_t host_writev(struct conn_table *t, struct conn *c, unsigned int n, size_t len)
+{
+	return ep_writev(&c->ep, &t->io, t->io.iov, n, len, &t->to_host_held,
+			 quota_left(t->to_host_held, t->dir_quota));
+}
+
 /* Write @len payload bytes at @off straight to the host end; returns bytes written. */
 static ssize_t direct_write(struct conn_table *t, struct conn *c, const struct iovec *p,
 			    unsigned int cnt, size_t off, uint32_t len)
 {
 	unsigned int n = iov_slice(t->io.iov, t->io.n, p, cnt, off, len);
 
-	return n ? ep_writev(&c->ep, &t->io, t->io.iov, n, len, &t->to_host_held,
-			     quota_left(t->to_host_held, t->dir_quota)) : 0;
+	return n ? host_writev(t, c, n, len) : 0;
 }
 
 static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr *h,
@@ -596,8 +605,7 @@ static unsigned int data_run_to_host(struct conn_table *t, const struct data_run
 	ssize_t w;
 
 	/* The whole run in one call: the syscall is paid per burst, not per packet. */
-	w = ep_writev(&c->ep, &t->io, t->io.iov, r->cnt, r->total, &t->to_host_held,
-		      quota_left(t->to_host_held, t->dir_quota));
+	w = host_writev(t, c, r->cnt, r->total);
 	if (w < 0) {
 		conn_reset(t, c, w == -EMSGSIZE ? CONN_ERR_MSG_SIZE : CONN_ERR_HOST_IO);
 		t->stats.from_guest_pkts += n;
