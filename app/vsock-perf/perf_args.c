@@ -325,22 +325,20 @@ void perf_parse_args(int argc, char **argv)
 		fprintf(stderr, "vsock-perf: no host end or no ring layout\n");
 		exit(2);
 	}
-	/* One app with two VMs, measured as one thing: nothing to cross it with. */
-	if (plan.isolation && (plan.nb_variants > 1 || plan.variants[0].host != H_UDS ||
-			       plan.refs || plan.syscalls || plan.callgrind)) {
-		fprintf(stderr, "vsock-perf: --isolation runs one variant and ring layout on the "
-			"uds host end, without --refs, --syscalls or --callgrind\n");
-		exit(2);
-	}
-	/* The same for the scale part's apps, one per VM count; its smoke is its own. */
 	if (plan.isolation && plan.scale) {
 		fprintf(stderr, "vsock-perf: --isolation or --scale, not both\n");
 		exit(2);
 	}
-	if (plan.scale && (plan.nb_variants > 1 || plan.variants[0].host != H_UDS ||
-			   plan.refs || plan.syscalls || plan.callgrind)) {
-		fprintf(stderr, "vsock-perf: --scale runs one variant and ring layout on the uds "
-			"host end, without --refs, --syscalls or --callgrind\n");
+	/*
+	 * The isolation part (one app with two VMs) and the scale part (one app per VM count)
+	 * are each measured as one thing: nothing to cross them with.
+	 */
+	if ((plan.isolation || plan.scale) &&
+	    (plan.nb_variants > 1 || plan.variants[0].host != H_UDS || plan.refs ||
+	     plan.syscalls || plan.callgrind)) {
+		fprintf(stderr, "vsock-perf: --%s runs one variant and ring layout on the uds host "
+			"end, without --refs, --syscalls or --callgrind\n",
+			plan.isolation ? "isolation" : "scale");
 		exit(2);
 	}
 }

@@ -129,6 +129,19 @@ int perf_json_count(const char *path, const char *needle)
 	return n ? recs : -1;
 }
 
+/* A part that is its own run instead of the cases: its JSON, then its TAP lines or its table. */
+static int run_part(bool (*run)(void), int (*smoke)(void), void (*print)(FILE *f))
+{
+	bool ok = run();
+
+	if (plan.json)
+		perf_write_json(plan.json);
+	if (plan.smoke)
+		return smoke();
+	print(stdout);
+	return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct rlimit nofile;
@@ -153,28 +166,11 @@ int main(int argc, char **argv)
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
-	/* The scale part too: one app per VM count (perf_scale.c). */
-	if (plan.scale) {
-		bool ok = perf_run_scale();
-
-		if (plan.json)
-			perf_write_json(plan.json);
-		if (plan.smoke)
-			return perf_scale_smoke();
-		perf_print_scale_table(stdout);
-		return ok ? 0 : 1;
-	}
-	/* The isolation part is its own run: one app with two VMs (perf_iso.c). */
-	if (plan.isolation) {
-		bool ok = perf_run_isolation();
-
-		if (plan.json)
-			perf_write_json(plan.json);
-		if (plan.smoke)
-			return perf_iso_smoke();
-		perf_print_iso_table(stdout);
-		return ok ? 0 : 1;
-	}
+	/* The isolation part (one app with two VMs) and the scale part (one app per VM count). */
+	if (plan.scale)
+		return run_part(perf_run_scale, perf_scale_smoke, perf_print_scale_table);
+	if (plan.isolation)
+		return run_part(perf_run_isolation, perf_iso_smoke, perf_print_iso_table);
 	if (plan.refs)
 		perf_measure_refs();
 	/* After the references: they fork and pin, the EAL's threads should not see that. */
