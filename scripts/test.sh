@@ -73,6 +73,10 @@ for path in sys.argv[3:]:
         if t["result"] not in ("OK", "SKIP", "EXPECTEDFAIL") and bad == 0:
             bad = 1
             print(f"test: {t['name']} ended {t['result']} ({path})")
+        # Name every failure again here, at the end: a CI log is often read from its tail.
+        for line in re.findall(r"^not ok \d+.*$", out, re.M):
+            if not re.search(r"# (?:TODO|SKIP)", line, re.I):
+                print(f"test: {t['name']}: {line} ({path})")
         passed += ok
         failed += bad
         skipped += todo
