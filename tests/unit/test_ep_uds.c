@@ -101,6 +101,15 @@ static void test_line_read(void)
 	       ep_uds_line_read(sv[0], &l, &port, &line_len) == -ECONNRESET,
 	       "client closes before the newline: -ECONNRESET");
 	close(sv[0]);
+
+	/* Both already there when the one edge-triggered event is read. */
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv);
+	memset(&l, 0, sizeof(l));
+	tap_ok(write(sv[1], "CONNECT 5", 9) == 9 && shutdown(sv[1], SHUT_WR) == 0 &&
+	       ep_uds_line_read(sv[0], &l, &port, &line_len) == -ECONNRESET,
+	       "part of a line and the client's shutdown in one read: -ECONNRESET at once");
+	close(sv[0]);
+	close(sv[1]);
 }
 
 static void test_ok(void)

@@ -116,18 +116,27 @@ int ep_uds_parse_connect(const char *line, size_t len, uint32_t *port)
 
 int ep_uds_line_read(int fd, struct ep_uds_line *l, uint32_t *port, size_t *line_len)
 {
-	char *nl;
+	char *nl = NULL;
 	ssize_t n;
 
-	n = recv(fd, l->buf + l->len, sizeof(l->buf) - l->len, 0);
-	if (n < 0)
-		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
-	if (n == 0)
-		return -ECONNRESET;
-	l->len += (uint8_t)n;
-	nl = memchr(l->buf, '\n', l->len);
-	if (!nl)
-		return l->len == sizeof(l->buf) ? -EPROTO : 0;
+	/*
+	 * Until the socket says EAGAIN: it is edge-triggered, and one edge may cover both the
+	 * start of the line and the client's shutdown. Each pass takes at least one byte of the
+	 * line buffer, so the loop ends within EP_UDS_LINE_MAX passes.
+	 */
+	while (!nl) {
+		if (l->len == sizeof(l->buf))
+			return -EPROTO;
+		n = recv(fd, l->buf + l->len, sizeof(l->buf) - l->len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		l->len += (uint8_t)n;
+		nl = memchr(l->buf, '\n', l->len);
+	}
 	*line_len = (size_t)(nl - l->buf) + 1;
 	if (ep_uds_parse_connect(l->buf, *line_len, port) < 0)
 		return -EPROTO;

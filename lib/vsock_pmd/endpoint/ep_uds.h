@@ -61,8 +61,10 @@ int ep_uds_accept(int listen_fd);
 int ep_uds_parse_connect(const char *line, size_t len, uint32_t *port);
 
 /**
- * Read more of a CONNECT line from @p fd into @p l. Reads at most what still fits in the line
- * buffer, so the bytes a client sent after its '\n' stay in l->buf as the start of the stream.
+ * Read more of a CONNECT line from @p fd into @p l, until the line is complete or @p fd has
+ * nothing more (an edge-triggered socket gets no new edge for what one call left unread).
+ * Reads at most what still fits in the line buffer, so the bytes a client sent after its
+ * '\n' stay in l->buf as the start of the stream.
  *
  * @return 1 with *port set and *line_len the line's length ('\n' included; l->buf[*line_len..
  *   l->len) is payload), 0 when the line is not complete yet, -EPROTO when it is malformed or
