@@ -3,7 +3,8 @@
  * Telemetry as an operator queries it: DPDK's own client, dpdk-telemetry.py
  * (Debian package dpdk-dev), against the app's --file-prefix. Every reply
  * must be valid JSON (checked by Python's json module) and carry the values
- * the traffic made: 2 VMs, one running on lcore 1, 4 refused connects.
+ * the traffic made: 2 VMs, one running on lcore 1, 4 refused connects. Then an app of more
+ * VMs than one reply holds: /vsock/vms in pages.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +18,8 @@
 #define CLIENT "/usr/bin/dpdk-telemetry.py"
 #define NO_LISTENER_PORT 1234
 #define PROBES 4
+/* VMs for the paging check: two pages and a bit, whatever the page size. */
+#define NB_MANY 60
 
 static struct ops_env env;
 
@@ -69,6 +72,102 @@ num(unsigned int i, const char *path)
 	uint64_t v;
 
 	return ops_json_u64(replies[i], path, &v) == 0 ? v : UINT64_MAX;
+}
+
+/* Where the paging check's VMs have their sockets, and its --config file. */
+static char many_dir[] = "/tmp/vsock-tel-XXXXXX";
+
+/* A path of @p len characters in many_dir for VM @p cid, "vm<cid>.<kind>" its end. */
+static void
+long_path(unsigned int cid, const char *kind, size_t len, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/", many_dir);
+
+	while ((size_t)n + 24 < len && (size_t)n + 1 < size)
+		buf[n++] = 'x';
+	snprintf(buf + n, size - (size_t)n, "vm%u.%s", cid, kind);
+}
+
+/*
+ * More VMs than one reply can hold, with long socket paths: /vsock/vms pages through them
+ * (librte_telemetry would leave out what does not fit, without a word), every VM on exactly
+ * one page, each with both its paths whole.
+ */
+static void
+test_vms_pages(void)
+{
+	static char page[OPS_TEL_MAX];
+	const char *extra[] = { "--config", NULL, "--mbufs", "512", NULL };
+	unsigned int cid, seen[NB_MANY + 3] = { 0 }, pages = 0, whole = 0, once = 0, i;
+	char cfg[64], sock[108], uds[108], cmd[32], got[108], path[32];
+	uint64_t next = 0, v;
+	bool replied = true;
+	FILE *f;
+
+	if (mkdtemp(many_dir) == NULL)
+		return;
+	snprintf(cfg, sizeof(cfg), "%s/many.conf", many_dir);
+	f = fopen(cfg, "w");
+	if (f == NULL)
+		return;
+	for (cid = 4; cid < NB_MANY + 3; cid++) {
+		long_path(cid, "sock", 107, sock, sizeof(sock));
+		long_path(cid, "vsock", 96, uds, sizeof(uds));
+		fprintf(f, "vm cid=%u,socket=%s,uds=%s\n", cid, sock, uds);
+	}
+	fclose(f);
+	extra[1] = cfg;
+	if (!tap_ok(ops_start(&env, false, false, extra) == 0, "app started with %u VMs",
+		    NB_MANY))
+		goto out;
+	/* ops_start() waits for VM 3's socket; the API answers once every VM is set up. */
+	for (i = 0; i < 3000 && ops_tel_u64(&env, "/vsock/config", "nb_vms") != NB_MANY; i++)
+		usleep(10000);
+	do {
+		snprintf(cmd, sizeof(cmd), "/vsock/vms,%llu", (unsigned long long)next);
+		if (ops_tel(&env, cmd, page, sizeof(page)) < 0) {
+			replied = false;
+			break;
+		}
+		pages++;
+		for (cid = 3; cid < NB_MANY + 3; cid++) {
+			snprintf(path, sizeof(path), "%u.cid", cid);
+			if (ops_json_u64(page, path, &v) < 0 || v != cid)
+				continue;
+			seen[cid]++;
+			/* Both paths whole (VM 3's are ops_start()'s, short). */
+			snprintf(path, sizeof(path), "%u.socket", cid);
+			long_path(cid, "sock", 107, sock, sizeof(sock));
+			if (cid != 3 && (ops_json_str(page, path, got, sizeof(got)) < 0 ||
+					 strcmp(got, sock) != 0))
+				continue;
+			snprintf(path, sizeof(path), "%u.uds", cid);
+			long_path(cid, "vsock", 96, uds, sizeof(uds));
+			if (cid == 3 || (ops_json_str(page, path, got, sizeof(got)) == 0 &&
+					 strcmp(got, uds) == 0))
+				whole++;
+		}
+		if (ops_json_u64(page, "next", &v) < 0)
+			break;
+		next = v;
+	} while (pages <= NB_MANY);
+	for (cid = 3; cid < NB_MANY + 3; cid++)
+		once += seen[cid] == 1;
+	tap_ok(replied && pages > 1 && once == NB_MANY && whole == NB_MANY,
+	       "/vsock/vms: %u pages, %u of %u VMs on exactly one, %u whole", pages, once,
+	       NB_MANY, whole);
+	snprintf(cmd, sizeof(cmd), "/vsock/vms,%u", NB_MANY);
+	tap_ok(ops_tel(&env, cmd, page, sizeof(page)) == 0 &&
+	       strcmp(page, "{\"/vsock/vms\":{}}") == 0,
+	       "/vsock/vms,%u: past the last VM, an empty page", NB_MANY);
+	tap_ok(ops_tel(&env, "/vsock/vms,x", page, sizeof(page)) == 0 &&
+	       strstr(page, "null") != NULL, "/vsock/vms,x: refused (null)");
+	if (tap_failed)
+		app_proc_dump_log(&env.dp.app);
+	ops_stop(&env);
+out:
+	unlink(cfg);
+	rmdir(many_dir);
 }
 
 int
@@ -127,5 +226,6 @@ out:
 	if (tap_failed)
 		app_proc_dump_log(&env.dp.app);
 	ops_stop(&env);
+	test_vms_pages();
 	return tap_done();
 }

@@ -4,7 +4,9 @@
  *   /vsock/config         settings in force
  *   /vsock/resources      mbufs in use, open fds, RSS, connections (leak checks)
  *   /vsock/memory         DPDK heap and the bytes of every pool and memzone of the engine
- *   /vsock/vms            every VM: state, lcore, connections
+ *   /vsock/vms[,<start>]  VMs, TEL_VMS_PAGE at a time from the <start>th (default 0): state,
+ *                         lcore, connections; "next" is where the following page starts, when
+ *                         there is one
  *   /vsock/stats,<cid>    one VM's counters (what "show vm stats" prints)
  *   /vsock/lcores         every worker lcore's counters
  *   /vsock/conns,<cid>[,<start>]  one VM's connections, TEL_CONNS_PAGE at a time from the
@@ -25,8 +27,13 @@
 
 #include "api.h"
 
-/* Connections per /vsock/conns reply: ~330 bytes of JSON each, in a 16 KiB reply. */
+/*
+ * What fits a reply: librte_telemetry's are at most 16 KiB, and it leaves out, without a
+ * word, whatever does not fit. A connection is ~330 bytes of JSON; a VM ~370, ~550 with
+ * both socket paths of the longest length (test_telemetry checks a page of those).
+ */
 #define TEL_CONNS_PAGE 32
+#define TEL_VMS_PAGE 24
 
 static int parse_cid(const char *params, uint64_t *cid)
 {
@@ -137,17 +144,30 @@ out:
 	return rc;
 }
 
-static int tel_vms(const char *cmd __rte_unused, const char *params __rte_unused,
-		   struct rte_tel_data *d)
+static int tel_vms(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
 {
 	struct vsock_pmd_config c;
-	unsigned int i;
-	int rc = vsock_pmd_config_get(&c);
+	unsigned long start = 0;
+	unsigned int i, end;
+	char *stop;
+	int rc;
 
+	if (params && *params != '\0') {
+		if (*params < '0' || *params > '9')
+			return -EINVAL;
+		start = strtoul(params, &stop, 10);
+		if (*stop != '\0' || start > UINT32_MAX)
+			return -EINVAL;
+	}
+	rc = vsock_pmd_config_get(&c);
 	if (rc < 0)
 		return rc;
+	end = start < c.nb_vms ? RTE_MIN(c.nb_vms, (unsigned int)start + TEL_VMS_PAGE) : c.nb_vms;
 	rte_tel_data_start_dict(d);
-	for (i = 0; i < c.nb_vms; i++) {
+	/* Only when there is more: a reply of every VM keeps the shape it always had. */
+	if (end < c.nb_vms)
+		rte_tel_data_add_dict_u64(d, "next", end);
+	for (i = (unsigned int)start; i < end; i++) {
 		struct vsock_pmd_vm_info vi;
 		struct rte_tel_data *v;
 		char key[24];
@@ -370,11 +390,13 @@ void vsock_telemetry_register(void)
 	rte_telemetry_register_cmd("/vsock/memory", tel_memory,
 				   "DPDK heap, bytes of every pool and memzone. No parameters");
 	rte_telemetry_register_cmd("/vsock/vms", tel_vms,
-				   "Every VM: state, lcore, connections. No parameters");
+				   "VMs, " RTE_STR(TEL_VMS_PAGE) " a page: state, lcore, connections. "
+				   "Parameters: [int start]");
 	rte_telemetry_register_cmd("/vsock/stats", tel_stats,
 				   "Counters of one VM. Parameters: int cid");
 	rte_telemetry_register_cmd("/vsock/lcores", tel_lcores,
 				   "Counters of every worker lcore. No parameters");
 	rte_telemetry_register_cmd("/vsock/conns", tel_conns,
-				   "Connections of one VM, 32 a page. Parameters: int cid[,int start]");
+				   "Connections of one VM, " RTE_STR(TEL_CONNS_PAGE) " a page. "
+				   "Parameters: int cid[,int start]");
 }
