@@ -298,7 +298,6 @@ main(void)
 	char vm5[400], dir[] = "/tmp/vsock-perms-XXXXXX", bad_group[48];
 	const char *extra[] = { "--vm", vm5, NULL };
 	struct group *gr;
-	struct stat st;
 	gid_t gid;
 	int i;
 
@@ -326,7 +325,11 @@ main(void)
 	snprintf(vm5, sizeof(vm5), "cid=5,socket=%s,uds=%s,socket-group=%s", sock5, uds5,
 		group_name);
 	if (tap_ok(ops_start(&env, false, true, extra) == 0, "app started with -i")) {
-		for (i = 0; i < 200 && stat(sock5, &st) < 0; i++)
+		/*
+		 * Not the socket's existence: it is bound owner-only and given its mode and group
+		 * right after. The API answers once every VM's sockets are done.
+		 */
+		for (i = 0; i < 200 && ops_tel_u64(&env, "/vsock/config", "nb_vms") != 2; i++)
 			usleep(50000);
 		test_permissions(gid);
 		/* The frontend attaches to VM 5. */
