@@ -104,12 +104,13 @@ test_vms_pages(void)
 	bool replied = true;
 	FILE *f;
 
-	if (mkdtemp(many_dir) == NULL)
+	if (!tap_ok(mkdtemp(many_dir) != NULL, "a directory for %u VMs' sockets: %s", NB_MANY,
+		    many_dir))
 		return;
 	snprintf(cfg, sizeof(cfg), "%s/many.conf", many_dir);
 	f = fopen(cfg, "w");
-	if (f == NULL)
-		return;
+	if (!tap_ok(f != NULL, "config file %s", cfg))
+		goto out;
 	for (cid = 4; cid < NB_MANY + 3; cid++) {
 		long_path(cid, "sock", 107, sock, sizeof(sock));
 		long_path(cid, "vsock", 96, uds, sizeof(uds));
