@@ -8,12 +8,7 @@
  * buf_alloc, then everything arrives); refusals (another group, no such VM, a VM without a
  * guest) with the RST from the CID asked for; a spoofed source CID never delivered; guest 4
  * going away resetting guest 3's connection. The app's counters come from telemetry.
- *
- * vfe_guest only talks to the host (CID 2). A thin shim in its hooks makes it talk to
- * other guests: every header it queues gets the peer's CID (tx_hook), and every header it
- * receives from a guest is checked against the CID of its connection, logged, then shown
- * to the driver as coming from CID 2 (rx_hook). The driver runs everything else: states,
- * credit, SEQPACKET message ends, and its checks of what the app writes.
+ * The guests talk to each other through tests/common/g2g_shim.h.
  */
 #include <endian.h>
 #include <stdio.h>
@@ -25,12 +20,12 @@
 #include <linux/virtio_vsock.h>
 
 #include "app_proc.h"
+#include "g2g_shim.h"
 #include "ops_util.h"
 #include "pattern.h"
 #include "poll_wait.h"
 #include "tap.h"
 #include "vfe.h"
-#include "vfe_shim.h"
 #include "vfe_guest.h"
 
 #define HOST_CID VFE_GUEST_HOST_CID
@@ -44,35 +39,14 @@
 #define WAIT_MS 5000
 /* No byte moved for this long: the sender is stalled. */
 #define QUIET_MS 300
-#define MAX_PEERS 64
-#define SEEN_MAX 256
 #define SHUT_BOTH (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND)
-
-/* A connection-level packet a guest received, with the source CID the app wrote. */
-struct seen {
-	uint64_t src_cid;
-	struct vfe_vsock_pkt p;
-};
 
 struct vm {
 	unsigned int cid;
 	struct vfe_vsock v;
 	struct vfe_guest g;
 	bool attached;
-	/* The shim: the guest at the far end of each (local port, peer port). */
-	struct {
-		uint32_t local, peer;
-		uint64_t cid;
-	} peers[MAX_PEERS];
-	unsigned int npeers;
-	/** Peer of the next REQUEST this guest sends (g2g_connect()). */
-	uint64_t connect_cid;
-	/** Non-zero: the next REQUEST claims this source CID. */
-	uint64_t spoof_src;
-	/** Packets with no known peer, from a CID other than their connection's, or unlogged. */
-	unsigned int shim_errors;
-	struct seen seen[SEEN_MAX];
-	unsigned int nseen;
+	struct g2g_shim shim;
 };
 
 static struct vm vms[3] = { { .cid = 3 }, { .cid = 4 }, { .cid = 5 } };
@@ -84,105 +58,18 @@ static uint8_t out34[MIB], out43[MIB], in34[MIB], in43[MIB];
 static uint8_t credit_out[CREDIT_BYTES], credit_in[CREDIT_BYTES];
 static uint8_t msg_in[100000];
 
-/* ---- the shim ---- */
-
-static uint64_t peer_of(const struct vm *vm, uint32_t local, uint32_t peer)
-{
-	unsigned int i;
-
-	for (i = 0; i < vm->npeers; i++)
-		if (vm->peers[i].local == local && vm->peers[i].peer == peer)
-			return vm->peers[i].cid;
-	return 0;
-}
-
-static void peer_set(struct vm *vm, uint32_t local, uint32_t peer, uint64_t cid)
-{
-	unsigned int i;
-
-	for (i = 0; i < vm->npeers; i++)
-		if (vm->peers[i].local == local && vm->peers[i].peer == peer)
-			break;
-	if (i == MAX_PEERS) {
-		vm->shim_errors++;
-		return;
-	}
-	vm->peers[i].local = local;
-	vm->peers[i].peer = peer;
-	vm->peers[i].cid = cid;
-	if (i == vm->npeers)
-		vm->npeers++;
-}
-
-static void tx_hook(void *ctx, const struct vfe_vsock_pkt *pkt)
-{
-	struct vm *vm = ctx;
-	struct virtio_vsock_hdr *h = vfe_shim_chain_just_added(&vm->v.vq[VFE_VSOCK_TX]);
-	uint64_t cid;
-
-	if (pkt->op == VIRTIO_VSOCK_OP_REQUEST && vm->connect_cid) {
-		peer_set(vm, pkt->src_port, pkt->dst_port, vm->connect_cid);
-		vm->connect_cid = 0;
-	}
-	cid = peer_of(vm, pkt->src_port, pkt->dst_port);
-	if (h == NULL || cid == 0) {
-		vm->shim_errors++;
-		return;
-	}
-	h->dst_cid = htole64(cid);
-	if (pkt->op == VIRTIO_VSOCK_OP_REQUEST && vm->spoof_src) {
-		h->src_cid = htole64(vm->spoof_src);
-		vm->spoof_src = 0;
-	}
-}
-
-static void rx_hook(void *ctx, const struct vfe_vsock_pkt *pkt, uint32_t used_len)
-{
-	struct vm *vm = ctx;
-	/* The driver's own copy of the header, which it checks after this hook. */
-	struct vfe_vsock_pkt *h = (struct vfe_vsock_pkt *)(uintptr_t)pkt;
-
-	(void)used_len;
-	if (h->op == VIRTIO_VSOCK_OP_REQUEST || h->op == VIRTIO_VSOCK_OP_RESPONSE ||
-	    h->op == VIRTIO_VSOCK_OP_RST || h->op == VIRTIO_VSOCK_OP_SHUTDOWN) {
-		if (vm->nseen < SEEN_MAX)
-			vm->seen[vm->nseen++] = (struct seen){ .src_cid = h->src_cid, .p = *h };
-		else
-			vm->shim_errors++;
-	}
-	if (h->src_cid == HOST_CID)
-		return;
-	if (h->op == VIRTIO_VSOCK_OP_REQUEST)
-		peer_set(vm, h->dst_port, h->src_port, h->src_cid);
-	else if (peer_of(vm, h->dst_port, h->src_port) != h->src_cid)
-		vm->shim_errors++;
-	h->src_cid = HOST_CID;
-}
-
 /* Connect to port @p port of guest @p cid. */
-static struct vfe_guest_conn *g2g_connect(struct vm *vm, uint64_t cid, uint32_t port,
-					  uint16_t type)
+static struct vfe_guest_conn *vm_connect(struct vm *vm, uint64_t cid, uint32_t port,
+					 uint16_t type)
 {
-	vm->connect_cid = cid;
-	return vfe_guest_connect(&vm->g, port, type);
+	return g2g_connect(&vm->shim, &vm->g, cid, port, type);
 }
 
 /* Source CID of the last packet @p op that @p vm received for (local, peer), or 0. */
 static uint64_t seen_from(const struct vm *vm, uint16_t op, uint32_t local, uint32_t peer,
 			  uint32_t *flags)
 {
-	unsigned int i = vm->nseen;
-
-	while (i-- > 0) {
-		const struct vfe_vsock_pkt *p = &vm->seen[i].p;
-
-		if (p->op == op && p->dst_port == local && p->src_port == peer) {
-			if (flags)
-				*flags = p->flags;
-			return vm->seen[i].src_cid;
-		}
-	}
-	return 0;
+	return g2g_seen_from(&vm->shim, op, local, peer, flags);
 }
 
 /* ---- running ---- */
@@ -258,12 +145,11 @@ static uint64_t vms_u64(const struct vm *vm, const char *f)
 static int attach(struct vm *vm)
 {
 	static const struct vfe_vsock_conf vc = { .mem = { .size = 32u << 20 } };
-	struct vfe_guest_conf gc = {
-		.buf_alloc = BUF_ALLOC, .tx_hook = tx_hook, .rx_hook = rx_hook, .hook_ctx = vm,
-	};
+	struct vfe_guest_conf gc = { .buf_alloc = BUF_ALLOC };
 	char name[32], sock[128];
 	int rc;
 
+	g2g_guest_conf(&vm->shim, &vm->v, &gc);
 	snprintf(name, sizeof(name), "vm%u.sock", vm->cid);
 	rc = vfe_vsock_attach(&vm->v, app_proc_path(&app, name, sock, sizeof(sock)), &vc);
 	if (rc == 0 && (rc = vfe_guest_init(&vm->g, &vm->v, &gc)) < 0)
@@ -375,7 +261,7 @@ static void test_stream(void)
 	pattern_init(&p, 43);
 	pattern_fill(&p, out43, MIB);
 	vfe_guest_listen(&vm4->g, STREAM_PORT, true);
-	c3 = g2g_connect(vm3, vm4->cid, STREAM_PORT, VIRTIO_VSOCK_TYPE_STREAM);
+	c3 = vm_connect(vm3, vm4->cid, STREAM_PORT, VIRTIO_VSOCK_TYPE_STREAM);
 	if (!tap_ok(c3 && WAIT(c3->state == VFE_GC_ESTABLISHED, WAIT_MS) &&
 		    (c4 = vfe_guest_accept(&vm4->g)) != NULL, "stream 3 -> 4:%u established",
 		    STREAM_PORT))
@@ -436,7 +322,7 @@ static void test_seqpacket(void)
 	size_t off_s = 0, off_r = 0;
 
 	vfe_guest_listen(&vm3->g, SEQ_PORT, true);
-	c4 = g2g_connect(vm4, vm3->cid, SEQ_PORT, VIRTIO_VSOCK_TYPE_SEQPACKET);
+	c4 = vm_connect(vm4, vm3->cid, SEQ_PORT, VIRTIO_VSOCK_TYPE_SEQPACKET);
 	if (!tap_ok(c4 && WAIT(c4->state == VFE_GC_ESTABLISHED, WAIT_MS) &&
 		    (c3 = vfe_guest_accept(&vm3->g)) != NULL &&
 		    c3->type == VIRTIO_VSOCK_TYPE_SEQPACKET &&
@@ -487,7 +373,7 @@ static void test_seqpacket_window(void)
 	unsigned int i, nfill, good = 0;
 	size_t off = 0;
 
-	c4 = g2g_connect(vm4, vm3->cid, SEQ_PORT, VIRTIO_VSOCK_TYPE_SEQPACKET);
+	c4 = vm_connect(vm4, vm3->cid, SEQ_PORT, VIRTIO_VSOCK_TYPE_SEQPACKET);
 	if (!tap_ok(c4 && WAIT(c4->state == VFE_GC_ESTABLISHED, WAIT_MS) &&
 		    (c3 = vfe_guest_accept(&vm3->g)) != NULL && c3->buf_alloc > piece,
 		    "seqpacket 4 -> 3:%u again, a fresh window", SEQ_PORT))
@@ -527,7 +413,7 @@ static struct vfe_guest_conn *test_credit(void)
 
 	pattern_init(&p, 3434);
 	pattern_fill(&p, credit_out, CREDIT_BYTES);
-	c3 = g2g_connect(vm3, vm4->cid, STREAM_PORT, VIRTIO_VSOCK_TYPE_STREAM);
+	c3 = vm_connect(vm3, vm4->cid, STREAM_PORT, VIRTIO_VSOCK_TYPE_STREAM);
 	if (!tap_ok(c3 && WAIT(c3->state == VFE_GC_ESTABLISHED, WAIT_MS) &&
 		    (c4 = vfe_guest_accept(&vm4->g)) != NULL, "second stream 3 -> 4 established"))
 		return NULL;
@@ -582,7 +468,7 @@ static void test_refused(void)
 	struct vfe_guest_conn *c;
 
 	/* Guest 3 listens on SEQ_PORT: only the groups stand between them. */
-	c = g2g_connect(vm5, vm3->cid, SEQ_PORT, VIRTIO_VSOCK_TYPE_STREAM);
+	c = vm_connect(vm5, vm3->cid, SEQ_PORT, VIRTIO_VSOCK_TYPE_STREAM);
 	tap_ok(c && WAIT(c->state == VFE_GC_CLOSED, WAIT_MS) && c->reset &&
 	       seen_from(vm5, VIRTIO_VSOCK_OP_RST, c->local_port, SEQ_PORT, NULL) == vm3->cid,
 	       "5 -> 3 (other group): RST from CID 3");
@@ -590,7 +476,7 @@ static void test_refused(void)
 	tap_ok(vm_stat(vm5, "errors.conn_route") == route5 + 1 && vm3->g.rx_pkts == rx3 &&
 	       vm3->g.accept_count == 0, "counted in VM 5's conn_route; guest 3 saw nothing");
 
-	c = g2g_connect(vm3, NO_SUCH_CID, STREAM_PORT, VIRTIO_VSOCK_TYPE_STREAM);
+	c = vm_connect(vm3, NO_SUCH_CID, STREAM_PORT, VIRTIO_VSOCK_TYPE_STREAM);
 	tap_ok(c && WAIT(c->state == VFE_GC_CLOSED, WAIT_MS) && c->reset &&
 	       seen_from(vm3, VIRTIO_VSOCK_OP_RST, c->local_port, STREAM_PORT, NULL) ==
 	       NO_SUCH_CID && vm_stat(vm3, "errors.conn_route") == route3 + 1,
@@ -609,10 +495,10 @@ static void test_spoof(void)
 	uint64_t rx4 = vm4->g.rx_pkts, rx5 = vm5->g.rx_pkts;
 	struct vfe_guest_conn *c;
 
-	vm3->spoof_src = vm5->cid;
-	c = g2g_connect(vm3, vm4->cid, STREAM_PORT, VIRTIO_VSOCK_TYPE_STREAM);
+	vm3->shim.spoof_src = vm5->cid;
+	c = vm_connect(vm3, vm4->cid, STREAM_PORT, VIRTIO_VSOCK_TYPE_STREAM);
 	tap_ok(c && WAIT(c->state == VFE_GC_CLOSED, WAIT_MS) && c->reset &&
-	       vm3->spoof_src == 0 &&
+	       vm3->shim.spoof_src == 0 &&
 	       seen_from(vm3, VIRTIO_VSOCK_OP_RST, c->local_port, STREAM_PORT, NULL) == HOST_CID,
 	       "REQUEST 3 -> 4 claiming src_cid 5: RST from the host (CID 2) to guest 3");
 	settle(50);
@@ -639,7 +525,7 @@ static void test_guest_gone(struct vfe_guest_conn *c3)
 	tap_ok(WAIT(vms_u64(vm3, "conns") == 0 && vms_u64(vm4, "running") == 0, WAIT_MS) &&
 	       vm_stat(vm3, "conns_reset") == reset3 + 1,
 	       "VM 3 counts the reset (conns_reset +1), its table is empty, VM 4 not running");
-	c = g2g_connect(vm3, vm4->cid, STREAM_PORT, VIRTIO_VSOCK_TYPE_STREAM);
+	c = vm_connect(vm3, vm4->cid, STREAM_PORT, VIRTIO_VSOCK_TYPE_STREAM);
 	tap_ok(c && WAIT(c->state == VFE_GC_CLOSED, WAIT_MS) && c->reset &&
 	       seen_from(vm3, VIRTIO_VSOCK_OP_RST, c->local_port, STREAM_PORT, NULL) ==
 	       vm4->cid && vm_stat(vm3, "errors.conn_route") == route3 + 1,
@@ -668,7 +554,7 @@ int main(void)
 		test_guest_gone(c);
 	}
 	for (i = 0; i < 3; i++) {
-		tap_ok(vms[i].g.errors == 0 && vms[i].shim_errors == 0,
+		tap_ok(vms[i].g.errors == 0 && vms[i].shim.errors == 0,
 		       "guest %u: every packet followed the protocol and came from the right CID "
 		       "(%s)", vms[i].cid, vms[i].g.err);
 		detach(&vms[i]);
