@@ -674,9 +674,15 @@ static void test_pool_empty(void)
 }
 
 /*
- * hostile_host's case: more silent host clients than the table holds, connecting over many
- * rounds so that the timer list holds many deadlines. Each connection's line timeout closes it
- * at its own deadline, not one round earlier, and every one of them by the last deadline.
+ * hostile_host's case: more silent host clients than the table holds, connecting in batches
+ * so that the timer list holds many deadlines. Each connection's line timeout closes it at
+ * its own deadline, not one round earlier, and every one of them by the last deadline.
+ *
+ * A deadline counts from the TSC read when the connection is accepted; batch b is accepted
+ * between lo[b] and hi[b], 10 ms after the one before. Expiry is driven with simulated
+ * times: the accepting rounds pass the test's start as their clock (nothing expires there,
+ * however slow the machine), the checks pass lo[b] + timeout - 1 (batch b and the later
+ * ones still open) and hi[b] + timeout (batch b gone).
  */
 #define SILENT 1100
 #define SILENT_BATCH 100
@@ -695,11 +701,12 @@ static unsigned int silent_open(const int *fds)
 static void test_many_silent(void)
 {
 	static int fds[SILENT];
-	const uint64_t step = rte_get_tsc_hz() / 100, t0 = now();
+	const uint64_t t0 = now();
 	const unsigned int max = CONN_MAX_DEFAULT;
 	struct conn_table *t = table(max, BUF_ALLOC, pool);
 	const struct conn_stats *st = t ? conn_table_stats(t) : NULL;
 	uint64_t timeout_tsc = rte_get_tsc_hz() * CONN_TIMEOUT_MS_DEFAULT / 1000;
+	uint64_t lo[SILENT_BATCHES], hi[SILENT_BATCHES];
 	unsigned int b, i, opened = 0, wrong = 0;
 	struct rlimit rl;
 
@@ -709,14 +716,16 @@ static void test_many_silent(void)
 	}
 	if (!tap_ok(t != NULL, "table of %u connections", CONN_MAX_DEFAULT))
 		return;
-	/* Batch b connects, then the table accepts it at t0 + b steps: b's deadlines. */
 	for (b = 0; b < SILENT_BATCHES; b++) {
 		for (i = b * SILENT_BATCH; i < SILENT && i < (b + 1) * SILENT_BATCH; i++) {
 			fds[i] = host_connect();
 			opened += fds[i] >= 0;
 		}
+		usleep(10000);
+		lo[b] = now();
 		for (i = 0; i < 4; i++)
-			conn_poll_host(t, t0 + b * step, 256);
+			conn_poll_host(t, t0, 256);
+		hi[b] = now();
 	}
 	tap_ok(opened == SILENT && conn_count(t) == CONN_MAX_DEFAULT &&
 	       st->table_full == SILENT - CONN_MAX_DEFAULT &&
@@ -728,9 +737,9 @@ static void test_many_silent(void)
 		unsigned int due = RTE_MIN((b + 1) * SILENT_BATCH, max);
 		unsigned int before = max - RTE_MIN(b * SILENT_BATCH, max);
 
-		conn_poll_host(t, t0 + b * step + timeout_tsc - 1, 256);
+		conn_poll_host(t, lo[b] + timeout_tsc - 1, 256);
 		wrong += conn_count(t) != before || silent_open(fds) != before;
-		conn_poll_host(t, t0 + b * step + timeout_tsc, 256);
+		conn_poll_host(t, hi[b] + timeout_tsc, 256);
 		wrong += conn_count(t) != CONN_MAX_DEFAULT - due ||
 			 silent_open(fds) != CONN_MAX_DEFAULT - due;
 	}

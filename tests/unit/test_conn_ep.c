@@ -48,6 +48,9 @@ static int next_connect = 0;		/* ep_connect(): 0 open, 1 pending, < 0 refused */
 static uint8_t next_caps;		/* ep_connect(): a socket-like end's caps */
 static struct ep_event queued[16];
 static int nb_queued;
+/* ep_accept_incoming(): a connection another guest opened to ours, taken once. */
+static bool incoming_offered;
+static struct ep_addr incoming_addr;
 static struct rte_mempool *pool;
 static struct rte_ring *route_to;
 
@@ -143,10 +146,18 @@ int ep_accept_listener(struct ep_host *h, struct ep *e)
 
 int ep_accept_incoming(struct ep_host *h, struct ep *e, struct ep_addr *a)
 {
+	int i;
+
 	(void)h;
-	(void)e;
-	(void)a;
-	return -EAGAIN;
+	if (!incoming_offered)
+		return -EAGAIN;
+	i = end_new(e, true);
+	if (i < 0)
+		return i;
+	incoming_offered = false;
+	*a = incoming_addr;
+	ends[i].port = a->dst_port;
+	return 0;
 }
 
 int ep_register(struct ep_host *h, struct ep *e, uint64_t token)
@@ -762,6 +773,104 @@ static void test_runs(struct conn_table *t)
 	       "the other closes: table empty");
 }
 
+/* Longer than every timeout of the table (CONN_TIMEOUT_MS_DEFAULT each). */
+#define QUIET_S 10
+
+/* The end that ep_connect() or ep_accept_incoming() opened for port @p port, or NULL. */
+static struct fake_end *end_for_port(uint32_t port)
+{
+	int i;
+
+	for (i = 0; i < ENDS; i++)
+		if (ends[i].used && ends[i].port == port)
+			return &ends[i];
+	return NULL;
+}
+
+/*
+ * Deadlines after quiet rounds. A worker skips a quiet table altogether, so the last round
+ * that called the table may be long past when the guest's next packet comes. Time is
+ * simulated here: the last round that did work ran QUIET_S seconds ago, a REQUEST arrives
+ * now, and what is checked is when its deadline falls: the whole connect timeout after the
+ * REQUEST (between @p before and @p after it), whatever the last round's clock was.
+ */
+static void test_quiet_clock(struct conn_table *t)
+{
+	const struct conn_stats *st = conn_table_stats(t);
+	const uint64_t hz = rte_get_tsc_hz(), tmo = hz * CONN_TIMEOUT_MS_DEFAULT / 1000;
+	uint64_t timeouts = st->proto_err[CONN_ERR_TIMEOUT], before, after;
+	struct fake_end *f;
+
+	/* A guest-to-guest connect: the far side accepts just before the deadline. */
+	conn_poll_host(t, rte_get_tsc_cycles() - QUIET_S * hz, 256);
+	before = rte_get_tsc_cycles();
+	guest_send(t, VIRTIO_VSOCK_OP_REQUEST, STREAM, 1020, 7000, 0, NULL, 0, 0);
+	after = rte_get_tsc_cycles();
+	f = end_for_port(7000);
+	conn_service_host(t, after, 256);
+	tap_ok(f && !f->closed && !guest_recv(t, sizeof(g.data)) && conn_count(t) == 1 &&
+	       st->proto_err[CONN_ERR_TIMEOUT] == timeouts,
+	       "a REQUEST after %d s of quiet rounds waits for the far side, no RST", QUIET_S);
+	conn_service_host(t, before + tmo - 1, 256);
+	tap_ok(f && !f->closed && !guest_recv(t, sizeof(g.data)) && conn_count(t) == 1,
+	       "it waits the whole connect timeout, counted from the REQUEST");
+	if (!f)
+		return;
+	f->far = EP_OPENED;
+	conn_service_host(t, before + tmo - 1, 256);
+	tap_ok(guest_recv(t, sizeof(g.data)) &&
+	       is_pkt(VIRTIO_VSOCK_OP_RESPONSE, 1020, 7000, STREAM, 0, 0),
+	       "the far side accepts at the end of the timeout: RESPONSE");
+	guest_send(t, VIRTIO_VSOCK_OP_SHUTDOWN, STREAM, 1020, 7000,
+		   VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV, NULL, 0, 0);
+	guest_drain(t);
+
+	/* The far side never answers: the timeout fires, once, at its time. */
+	conn_poll_host(t, rte_get_tsc_cycles() - QUIET_S * hz, 256);
+	before = rte_get_tsc_cycles();
+	guest_send(t, VIRTIO_VSOCK_OP_REQUEST, STREAM, 1021, 7000, 0, NULL, 0, 0);
+	after = rte_get_tsc_cycles();
+	f = end_for_port(7000);
+	conn_service_host(t, before + tmo - 1, 256);
+	tap_ok(f && !f->closed && !guest_recv(t, sizeof(g.data)) &&
+	       st->proto_err[CONN_ERR_TIMEOUT] == timeouts,
+	       "another REQUEST after quiet: no answer yet, still waiting just before its deadline");
+	conn_service_host(t, after + tmo, 256);
+	tap_ok(guest_recv(t, sizeof(g.data)) &&
+	       is_pkt(VIRTIO_VSOCK_OP_RST, 1021, 7000, STREAM, 0, 0) && f && f->closed &&
+	       st->proto_err[CONN_ERR_TIMEOUT] == timeouts + 1 && conn_count(t) == 0,
+	       "the far side never answers: RST at the connect timeout, counted once");
+
+	/*
+	 * Another guest connects while the worker is about to sleep: conn_pipes_sweep() takes it
+	 * between rounds, after quiet ones. The guest gets the REQUEST, not an RST.
+	 */
+	conn_poll_host(t, rte_get_tsc_cycles() - QUIET_S * hz, 256);
+	incoming_addr = (struct ep_addr){ .src_cid = 4, .dst_cid = GUEST_CID, .src_port = 5555,
+					  .dst_port = 6000, .type = STREAM };
+	incoming_offered = true;
+	before = rte_get_tsc_cycles();
+	conn_pipes_sweep(t);
+	f = end_for_port(6000);
+	conn_service_host(t, rte_get_tsc_cycles(), 256);
+	tap_ok(f && !f->closed && guest_recv(t, sizeof(g.data)) &&
+	       g.h.op == VIRTIO_VSOCK_OP_REQUEST && g.h.src_cid == 4 && g.h.src_port == 5555 &&
+	       g.h.dst_port == 6000 && conn_count(t) == 1,
+	       "a guest-to-guest connect taken by the pre-sleep sweep after quiet: the guest gets "
+	       "the REQUEST");
+	conn_service_host(t, before + tmo - 1, 256);
+	guest_send_full(t, VIRTIO_VSOCK_OP_RESPONSE, STREAM, 6000, 5555, 0, NULL, 0, GUEST_BUF, 0,
+			GUEST_CID, 4);
+	tap_ok(f && f->established && !f->closed && !guest_recv(t, sizeof(g.data)) &&
+	       st->proto_err[CONN_ERR_TIMEOUT] == timeouts + 1,
+	       "the guest answers at the end of the timeout: established");
+	guest_send_full(t, VIRTIO_VSOCK_OP_SHUTDOWN, STREAM, 6000, 5555,
+			VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV, NULL, 0, GUEST_BUF, 0,
+			GUEST_CID, 4);
+	tap_ok(guest_recv(t, sizeof(g.data)) && g.h.op == VIRTIO_VSOCK_OP_RST &&
+	       conn_count(t) == 0, "the guest closes it: RST, table empty");
+}
+
 int main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "-l", "0",
@@ -788,6 +897,7 @@ int main(int argc, char **argv)
 	test_errors(t);
 	test_polled(t);
 	test_runs(t);
+	test_quiet_clock(t);
 	tap_ok(conn_table_mbufs(t) == 0 && conn_count(t) == 0,
 	       "every mbuf back, table empty (%u mbufs held)", conn_table_mbufs(t));
 	conn_table_destroy(t);

@@ -221,7 +221,8 @@ uint32_t conn_socket_count(const struct conn_table *t);
  * and the per-connection queues within credit, notice host closes, expire timers. At most
  * @p budget units of work (socket events and connection services).
  *
- * @param now_tsc rte_get_tsc_cycles() of the caller's round, the clock of every timeout.
+ * @param now_tsc rte_get_tsc_cycles() of the caller's round: timers due by then expire. (A
+ *        timer's deadline counts from when it is set, whatever the last round's clock.)
  * @return the work done (0 when idle).
  */
 unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget);

@@ -262,7 +262,6 @@ unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int
 
 	if (budget == 0)
 		return 0;
-	t->now = now_tsc;
 	n = ep_host_events(&t->host, ev, (int)RTE_MIN(budget, (unsigned int)EVENTS_MAX));
 	for (i = 0; i < n; i++) {
 		struct conn *c;
@@ -287,7 +286,6 @@ unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned 
 {
 	unsigned int work = 0;
 
-	t->now = now_tsc;
 	while (!TAILQ_EMPTY(&t->timers) && TAILQ_FIRST(&t->timers)->deadline <= now_tsc) {
 		timer_expire(t, TAILQ_FIRST(&t->timers));
 		work++;

@@ -107,7 +107,6 @@ struct conn_table {
 	uint32_t rst_head, rst_count;
 	uint32_t nb_polled;
 	uint32_t nb_used;
-	uint64_t now;		/* now_tsc of the current conn_poll_host() */
 	struct ep_host host;	/* its first field, incoming, still in the second line */
 
 	struct conn_table_conf conf;

@@ -131,6 +131,10 @@ void timer_del(struct conn_table *t, struct conn *c)
  * The timer of @p c's state, kept in deadline order. Timeouts of one length land at the
  * tail at once; a shorter one walks back only past the longer ones set less than the
  * difference ago.
+ *
+ * The deadline counts from the clock read here, never from a round's: a worker skips the
+ * rounds of a quiet table, and pipe sweeps and guest packets set timers between rounds, so
+ * the last round's clock may be seconds old. A state change costs one TSC read more.
  */
 void timer_set(struct conn_table *t, struct conn *c)
 {
@@ -139,7 +143,7 @@ void timer_set(struct conn_table *t, struct conn *c)
 	struct conn *after;
 
 	timer_del(t, c);
-	c->deadline = t->now + len;
+	c->deadline = rte_get_tsc_cycles() + len;
 	c->lists |= L_TIMER;
 	after = TAILQ_LAST(&t->timers, conn_list);
 	while (after && after->deadline > c->deadline)
