@@ -112,8 +112,12 @@ static inline void g2g_rx_hook(void *ctx, const struct vfe_vsock_pkt *pkt, uint3
 		else
 			s->errors++;
 	}
-	if (h->src_cid == VFE_GUEST_HOST_CID)
+	if (h->src_cid == VFE_GUEST_HOST_CID) {
+		/* A host program's connect: the guest's answers go back to the host. */
+		if (h->op == VIRTIO_VSOCK_OP_REQUEST)
+			g2g_peer_set(s, h->dst_port, h->src_port, VFE_GUEST_HOST_CID);
 		return;
+	}
 	if (h->op == VIRTIO_VSOCK_OP_REQUEST)
 		g2g_peer_set(s, h->dst_port, h->src_port, h->src_cid);
 	else if (g2g_peer_of(s, h->dst_port, h->src_port) != h->src_cid)
