@@ -10,6 +10,8 @@
 #   OUTDIR/initramfs.cpio.gz  busybox, the virtio/vsock modules, PROGs, /init
 # from the kernel of the installed linux-image-amd64 (or $GUEST_KVER), the
 # busybox-static binary and the static guest programs PROG... (copied to /bin).
+# GUEST_KERNEL=NAME takes the kernel and its modules from the unpacked packages
+# in $VSOCK_KERNEL_CACHE/NAME instead (scripts/fetch-guest-kernel.sh: "newest").
 # Nothing is rebuilt while the checksums of all inputs, this script included,
 # match OUTDIR/stamp.
 #
@@ -17,7 +19,8 @@
 #   vsocktest.cmd="sh command"  run it with sh -c, output on the console
 #   vsocktest.reboot=N          reboot (instead of power off) after the command
 #                               while fewer than N reboots have happened; the
-#                               count survives the reset in CMOS RAM
+#                               count survives the reset on the disk
+#                               run-guest.sh -r attaches (/dev/vda)
 #   vsocktest.shell=1           drop to a console shell instead of powering off
 # and prints on the console:
 #   GUEST-BOOT: <boot number, 0 first>   once modules are loaded
@@ -32,29 +35,47 @@ die() { echo "build-guest: $*" >&2; exit 1; }
 out=$1
 shift
 
-# The kernel linux-image-amd64 depends on, else the newest one in /boot.
-kver=${GUEST_KVER:-}
-if [ -z "$kver" ]; then
-	kver=$(dpkg-query -W -f='${Depends}' linux-image-amd64 2>/dev/null |
-		sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
+if [ -n "${GUEST_KERNEL:-}" ]; then
+	# Unpacked, not installed: kernel and modules under the package root's /usr/lib/modules.
+	kroot=${VSOCK_KERNEL_CACHE:-/var/cache/dpdk-vsock/kernels}/$GUEST_KERNEL
+	[ -e "$kroot/.complete" ] ||
+		die "no kernel '$GUEST_KERNEL' in ${kroot%/*}; run scripts/fetch-guest-kernel.sh"
+	kver=$(basename "$(readlink -f "$kroot")")
+	moddir=$kroot/usr/lib/modules/$kver
+	kernel=$moddir/vmlinuz
+else
+	# The kernel linux-image-amd64 depends on, else the newest one in /boot.
+	kver=${GUEST_KVER:-}
+	if [ -z "$kver" ]; then
+		kver=$(dpkg-query -W -f='${Depends}' linux-image-amd64 2>/dev/null |
+			sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
+	fi
+	if [ -z "$kver" ]; then
+		kver=$(ls /boot/vmlinuz-* 2>/dev/null | sed 's|^/boot/vmlinuz-||' | sort -V |
+			tail -n 1)
+	fi
+	kernel=/boot/vmlinuz-$kver
+	moddir=/lib/modules/$kver
 fi
-if [ -z "$kver" ]; then
-	kver=$(ls /boot/vmlinuz-* 2>/dev/null | sed 's|^/boot/vmlinuz-||' | sort -V | tail -n 1)
-fi
-kernel=/boot/vmlinuz-$kver
-moddir=/lib/modules/$kver
 [ -r "$kernel" ] || die "no kernel found (tried '$kernel'); install linux-image-amd64"
 [ -r "$moddir/modules.dep" ] || die "no $moddir/modules.dep"
 busybox=$(command -v busybox) || die "busybox not found; install busybox-static"
 ldd "$busybox" >/dev/null 2>&1 && die "$busybox is dynamic; install busybox-static"
 
 # Modules wanted, then every dependency modules.dep lists, dependencies first.
-# vsock_loopback lets vsock-io test itself inside the guest (CID 1).
-wanted="virtio_pci vmw_vsock_virtio_transport vsock_loopback"
+# vsock_loopback lets vsock-io test itself inside the guest (CID 1). A kernel
+# may build some of them in (Debian's cloud kernels do virtio_pci): not
+# being a module is no error for them; the guest's vsock-io says if one is missing.
+# virtio_blk: the reboot count's disk.
+wanted="virtio_pci virtio_blk vmw_vsock_virtio_transport vsock_loopback"
+may_be_builtin=" virtio_pci virtio_blk vsock_loopback "
 mods=
 add_mod() {
 	local path deps d
-	path=$(grep -m 1 "/$1\.ko[^:]*:" "$moddir/modules.dep") || die "module $1 not in modules.dep"
+	if ! path=$(grep -m 1 "/$1\.ko[^:]*:" "$moddir/modules.dep"); then
+		case $may_be_builtin in *" $1 "*) return 0 ;; esac
+		die "module $1 not in modules.dep"
+	fi
 	deps=${path#*:}
 	path=${path%%:*}
 	for d in $deps; do
@@ -123,9 +144,17 @@ for p in "$@"; do
 	cp "$p" "$root/bin/"
 done
 : >"$root/lib/modules/order"
+# Compressed modules (.ko.xz, .ko.zst, .ko.gz) go in uncompressed: busybox insmod
+# loads plain ELF only.
 for m in $mods; do
-	cp "$m" "$root/lib/modules/"
-	basename "$m" >>"$root/lib/modules/order"
+	ko=$(basename "$m" | sed 's/\.ko\..*$/.ko/')
+	case $m in
+	*.ko.xz) xz -dc "$m" >"$root/lib/modules/$ko" ;;
+	*.ko.zst) zstd -dcq "$m" >"$root/lib/modules/$ko" ;;
+	*.ko.gz) gzip -dc "$m" >"$root/lib/modules/$ko" ;;
+	*) cp "$m" "$root/lib/modules/$ko" ;;
+	esac
+	echo "$ko" >>"$root/lib/modules/order"
 done
 
 cat >"$root/init" <<'EOF'
@@ -147,14 +176,6 @@ while read -r m; do
 	insmod "/lib/modules/$m" || fail "insmod $m"
 done </lib/modules/order
 
-# The reboot count lives in a CMOS RAM byte: RAM and the initramfs are fresh
-# after a reset, CMOS is not. Byte 0x70 is used by neither QEMU nor SeaBIOS.
-# /dev/nvram refuses QEMU's CMOS (bad checksum), so go through the index
-# (0x70) and data (0x71) ports; nothing else touches the RTC at this point.
-cmos_select() { printf '\160' | dd of=/dev/port bs=1 seek=112 count=1 2>/dev/null; }
-cmos_select
-boots=$(dd if=/dev/port bs=1 skip=113 count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
-
 cmdline=$(cat /proc/cmdline)
 arg() {	# NAME: value of vsocktest.NAME="..." or vsocktest.NAME=word
 	echo "$cmdline" | sed -n -e "s/.*vsocktest\.$1=\"\([^\"]*\)\".*/\1/p" \
@@ -163,8 +184,22 @@ arg() {	# NAME: value of vsocktest.NAME="..." or vsocktest.NAME=word
 cmd=$(arg cmd)
 reboots=$(arg reboot)
 shell=$(arg shell)
-boots=${boots:-0}
 reboots=${reboots:-0}
+
+# The reboot count lives in the first byte of a one-sector disk that
+# run-guest.sh attaches when reboots are allowed: RAM and the initramfs are
+# fresh after a reset, the disk is not. (CMOS RAM would do without a disk, but
+# newer kernels offer neither /dev/port nor its nvmem device.)
+boots=0
+if [ "$reboots" -gt 0 ]; then
+	i=0
+	while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -b /dev/vda ] || fail "no /dev/vda for the reboot count (run-guest.sh -r)"
+	boots=$(dd if=/dev/vda bs=1 count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+fi
 
 echo "GUEST-BOOT: $boots"
 rc=0
@@ -174,10 +209,10 @@ if [ -n "$cmd" ]; then
 fi
 echo "GUEST-RESULT: rc=$rc"
 
-# QEMU starts every run with that byte at 0, so no one needs to clear it.
+# run-guest.sh gives every run a fresh disk, so no one needs to clear it.
 if [ "$boots" -lt "$reboots" ]; then
-	cmos_select
-	printf "\\$(printf %03o $((boots + 1)))" | dd of=/dev/port bs=1 seek=113 count=1 2>/dev/null
+	printf "\\$(printf %03o $((boots + 1)))" |
+		dd of=/dev/vda bs=1 count=1 conv=notrunc,fsync 2>/dev/null
 	echo GUEST-REBOOT
 	reboot -f
 fi

@@ -69,8 +69,20 @@ if [ -n "$qmp" ]; then
 fi
 [ -n "$sock" ] && set -- "$@" -chardev "socket,id=vsock,path=$sock${VSOCK_CHARDEV_OPTS:-}" \
 	-device "vhost-user-vsock-pci,chardev=vsock$plug${VSOCK_DEVICE_OPTS:-}"
-# Without -no-reboot a guest reset restarts it (with a fresh initramfs).
-[ "$reboots" -gt 0 ] || set -- "$@" -no-reboot
+# Without -no-reboot a guest reset restarts it (with a fresh initramfs). The
+# guest counts its reboots on a one-sector disk, zeroed here for every run: a
+# file opened on fd 3 and unlinked at once, which QEMU (after the exec below)
+# opens again through /proc/self/fd/3, so nothing is left behind.
+if [ "$reboots" -gt 0 ]; then
+	boots=$(mktemp "${TMPDIR:-/tmp}/vsock-boots.XXXXXX")
+	head -c 512 /dev/zero >"$boots"
+	exec 3<>"$boots"
+	rm -f "$boots"
+	set -- "$@" -drive file=/proc/self/fd/3,if=none,id=boots,format=raw \
+		-device virtio-blk-pci,drive=boots
+else
+	set -- "$@" -no-reboot
+fi
 # quiet: the serial console is slow under TCG; mitigations=off: saves boot
 # time patching alternatives; panic=-1: a guest panic ends QEMU at once.
 set -- "$@" -append "console=ttyS0 quiet mitigations=off panic=-1 \
