@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Install everything the build, the app and the tests need, and reserve
-# hugepages when the machine allows it. Idempotent: a second run installs
-# nothing and changes nothing.
+# Install everything the build, the app and the tests need (the newest guest kernel
+# too: scripts/fetch-guest-kernel.sh), and reserve hugepages when the machine allows
+# it. Idempotent: a second run installs nothing and changes nothing.
 set -euo pipefail
 
 PACKAGES=(
 	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev libnuma-dev python3
 	qemu-system-x86 linux-image-amd64 busybox-static cpio xz-utils zstd gzip
 	clang libclang-rt-14-dev python3-matplotlib libyaml-dev
-	libsystemd-dev systemd debhelper dpkg-dev
+	libsystemd-dev systemd debhelper dpkg-dev kmod
 )
 # Hugepages to reserve (2 MiB each) for runs that do not pass --no-huge.
 HUGEPAGES=${VSOCK_HUGEPAGES:-512}
@@ -31,6 +31,9 @@ if ((${#missing[@]})); then
 	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
 log "packages present"
+
+# The newest guest kernel Debian ships, beside Debian 12's, for the real-guest tests.
+"$(dirname "$0")/fetch-guest-kernel.sh"
 
 # Hugepages are an optimisation: every program here also runs with --no-huge.
 huge_ok=0
