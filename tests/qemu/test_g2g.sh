@@ -13,6 +13,9 @@
 #   6001  stream     4 -> 3
 #   6002  seqpacket  3 -> 4
 #   6003  seqpacket  4 -> 3
+#   6010  stream     3 -> 4 after 3 s in which neither guest used vsock
+#   6011  stream     3 -> 4 after 6 s of the same
+# (longer than every timeout of the app: a connect after quiet must not be reset).
 # Guest 5 shares no group with them: each of its connects to CID 3 and 4 must
 # be reset at once, and the app counts them as routing errors of VM 5.
 #
@@ -27,6 +30,7 @@ big=8388608			# stream bytes each way
 seq_bytes=2097152
 qemu_timeout=240
 tries=90			# guest 3 retries its connects until guest 4 listens
+quiet_bytes=1048576		# each transfer after quiet
 
 . "$(dirname "$0")/lib.sh"
 qemu_test_init g2g VSOCK_APP GUEST_DIR RUN_GUEST
@@ -50,13 +54,18 @@ g4="vsock-io listen 6000 recv >/tmp/P6000 2>&1 &"
 g4="$g4 vsock-io listen 6001 send $big >/tmp/P6001 2>&1 &"
 g4="$g4 vsock-io --seqpacket listen 6002 recv >/tmp/P6002 2>&1 &"
 g4="$g4 vsock-io --seqpacket listen 6003 send $seq_bytes >/tmp/P6003 2>&1 &"
+g4="$g4 vsock-io listen 6010 recv >/tmp/P6010 2>&1 &"
+g4="$g4 vsock-io listen 6011 recv >/tmp/P6011 2>&1 &"
 g4="$g4 wait; $show"
 # r ARGS: vsock-io, again while it is refused (guest 4 not up or not listening yet)
 g3="r() { i=0; until vsock-io \$*; do i=\$((i+1)); [ \$i -ge $tries ] && return 1; sleep 1; done; };"
 g3="$g3 r connect 4 6000 send $big >/tmp/P6000 2>&1;"
 g3="$g3 r connect 4 6001 recv >/tmp/P6001 2>&1;"
 g3="$g3 r --seqpacket connect 4 6002 send $seq_bytes >/tmp/P6002 2>&1;"
-g3="$g3 r --seqpacket connect 4 6003 recv >/tmp/P6003 2>&1; $show"
+g3="$g3 r --seqpacket connect 4 6003 recv >/tmp/P6003 2>&1;"
+# After quiet: one try each, as a program that knows its peer listens.
+g3="$g3 sleep 3; vsock-io connect 4 6010 send $quiet_bytes >/tmp/P6010 2>&1;"
+g3="$g3 sleep 6; vsock-io connect 4 6011 send $quiet_bytes >/tmp/P6011 2>&1; $show"
 # Guest 5 tries both guests, spread over the time the others run.
 g5="for k in 1 2 3 4 5 6; do for c in 3 4; do"
 g5="$g5 s=\$(date +%s); vsock-io --timeout 10 connect \$c 6000 send 4096 >/dev/null 2>/tmp/e;"
@@ -119,12 +128,14 @@ check 6003 4 3 $seq_bytes "seqpacket 4->3"
 msgs=$(field "$(line 3 6003 RECV)" 6)
 [ "${msgs:-0}" -gt 1 ]
 ok $? "6003: guest 3 received $msgs messages, each with the length sent"
+check 6010 3 4 $quiet_bytes "stream 3->4 after 3 s of quiet"
+check 6011 3 4 $quiet_bytes "stream 3->4 after 6 s of quiet"
 
 # The accepting guest sees the connecting guest's own CID: nobody else's.
-peers=$(sed -n 's/^P600[0-3]:CONNECTED \([0-9]*\) .*/\1/p' "$work/console4.log" | sort -u)
+peers=$(sed -n 's/^P60[01][0-3]:CONNECTED \([0-9]*\) .*/\1/p' "$work/console4.log" | sort -u)
 [ "$peers" = 3 ]
 ok $? "guest 4 accepted every connection from CID 3 (saw: $(echo $peers))"
-peers=$(sed -n 's/^P600[0-3]:CONNECTED \([0-9]*\) .*/\1/p' "$work/console3.log" | sort -u)
+peers=$(sed -n 's/^P60[01][0-3]:CONNECTED \([0-9]*\) .*/\1/p' "$work/console3.log" | sort -u)
 [ "$peers" = 4 ]
 ok $? "guest 3 connected to CID 4 every time (saw: $(echo $peers))"
 
