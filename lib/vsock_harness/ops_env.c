@@ -40,6 +40,13 @@ ops_pin_off_worker(void)
 int
 ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *extra)
 {
+	return ops_start_vms(o, two_vms, console, extra, NULL);
+}
+
+int
+ops_start_vms(struct ops_env *o, bool two_vms, bool console, const char *const *extra,
+		const char *vm_opts)
+{
 	static const char *const eal_base[] = { APP_PROC_EAL_DEFAULT };
 	const char *eal[16], *args[24], *socks[3];
 	char vm3[400], vm5[400], uds5[128], prefix_arg[64];
@@ -58,15 +65,19 @@ ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *extr
 
 	app_proc_path(&e->app, "vm3.sock", e->sock, sizeof(e->sock));
 	app_proc_path(&e->app, "vm3.vsock", e->uds, sizeof(e->uds));
-	snprintf(vm3, sizeof(vm3), "cid=%d,socket=%s,uds=%s", DP_CID, e->sock, e->uds);
+	if (vm_opts == NULL)
+		vm_opts = "";
+	snprintf(vm3, sizeof(vm3), "cid=%d,socket=%s,uds=%s%s%s", DP_CID, e->sock, e->uds,
+		*vm_opts ? "," : "", vm_opts);
 	args[n++] = "--vm";
 	args[n++] = vm3;
 	socks[0] = e->sock;
 	socks[1] = NULL;
 	if (two_vms) {
 		app_proc_path(&e->app, "vm5.sock", o->sock5, sizeof(o->sock5));
-		snprintf(vm5, sizeof(vm5), "cid=5,socket=%s,uds=%s", o->sock5,
-			app_proc_path(&e->app, "vm5.vsock", uds5, sizeof(uds5)));
+		snprintf(vm5, sizeof(vm5), "cid=5,socket=%s,uds=%s%s%s", o->sock5,
+			app_proc_path(&e->app, "vm5.vsock", uds5, sizeof(uds5)),
+			*vm_opts ? "," : "", vm_opts);
 		args[n++] = "--vm";
 		args[n++] = vm5;
 		socks[1] = o->sock5;

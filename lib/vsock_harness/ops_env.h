@@ -31,6 +31,10 @@ struct ops_env {
  */
 int ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *extra);
 
+/** ops_start() with @p vm_opts (e.g. "group=g", may be NULL) added to each VM's --vm. */
+int ops_start_vms(struct ops_env *o, bool two_vms, bool console, const char *const *extra,
+		const char *vm_opts);
+
 /** SIGTERM the app, clean up; its wait status. */
 int ops_stop(struct ops_env *o);
 

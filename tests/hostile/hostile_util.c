@@ -27,18 +27,25 @@ hu_now_ms(void)
 int
 hu_start(struct hu_env *h)
 {
+	return hu_start_with(h, NULL, NULL, NULL);
+}
+
+int
+hu_start_with(struct hu_env *h, const char *const *extra, const char *vm_opts,
+		const struct vfe_guest_conf *peer_gc)
+{
 	int rc;
 
 	memset(h, 0, sizeof(*h));
 	h->peer_lfd = -1;
-	if (ops_start(&h->o, true, false, NULL) < 0) {
+	if (ops_start_vms(&h->o, true, false, extra, vm_opts) < 0) {
 		snprintf(h->why, sizeof(h->why), "app did not start");
 		return -1;
 	}
 	/* VM 5 lives next to VM 3 in the run directory. */
 	memcpy(h->peer.sock, h->o.sock5, sizeof(h->peer.sock));
 	app_proc_path(&h->o.dp.app, "vm5.vsock", h->peer.uds, sizeof(h->peer.uds));
-	rc = dp_attach_quiet(&h->peer, NULL, NULL);
+	rc = dp_attach_quiet(&h->peer, NULL, peer_gc);
 	if (rc < 0) {
 		snprintf(h->why, sizeof(h->why), "VM 5 attach: %s", strerror(-rc));
 		return -1;
@@ -366,6 +373,13 @@ tx_put(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload, uin
 	vfe_vq_publish(tx);
 	vfe_vq_kick(tx);
 	return 0;
+}
+
+uint8_t *
+rg_last_tx(const struct rawg *g)
+{
+	/* tx_put() took the buffer at the top of the free stack: it is just above it. */
+	return g->tx_buf[g->tx_free[g->tx_nfree]];
 }
 
 int

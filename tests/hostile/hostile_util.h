@@ -82,6 +82,13 @@ uint64_t hu_now_ms(void);
 /** Start the app with both VMs, attach VM 5 and its host listener. 0 or -1 (why set). */
 int hu_start(struct hu_env *h);
 
+/**
+ * hu_start() with the extra application options @p extra, @p vm_opts added to both VMs'
+ * --vm (e.g. "group=g"), and VM 5's driver configured by @p peer_gc (each may be NULL).
+ */
+int hu_start_with(struct hu_env *h, const char *const *extra, const char *vm_opts,
+		const struct vfe_guest_conf *peer_gc);
+
 /** Detach VM 5, SIGTERM the app: its wait status (the log is printed if @p dump_log). */
 int hu_stop(struct hu_env *h, bool dump_log);
 
@@ -126,6 +133,12 @@ unsigned int rg_poll(struct rawg *g);
  * from @p payload; NULL sends zeros) and publish it. 0, -ENOSPC (ring), -EINVAL.
  */
 int rg_send(struct rawg *g, const struct vfe_vsock_pkt *pkt, const void *payload);
+
+/**
+ * The buffer (header, then payload) of the packet rg_send() or rg_send_raw() queued last, in
+ * guest memory: what a hostile guest may rewrite while the app has not consumed it.
+ */
+uint8_t *rg_last_tx(const struct rawg *g);
 
 /**
  * Keep both rings busy for @p ms: REQUESTs from guest ports after @p *gport to host port

@@ -15,6 +15,8 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include <vsock_pmd.h>
+
 #include "conn.h"
 #include "conn_guest.h"
 #include "ep.h"
@@ -773,6 +775,130 @@ static void test_runs(struct conn_table *t)
 	       "the other closes: table empty");
 }
 
+/* Take every mbuf of the pool into @p h (at most @p max): the table can queue nothing. */
+static unsigned int pool_hoard(struct rte_mbuf **h, unsigned int max)
+{
+	unsigned int n = 0;
+
+	while (n < max && (h[n] = rte_pktmbuf_alloc(pool)) != NULL)
+		n++;
+	return n;
+}
+
+static void pool_unhoard(struct rte_mbuf **h, unsigned int n)
+{
+	while (n > 0)
+		rte_pktmbuf_free(h[--n]);
+}
+
+/* Guest bytes the table counts for its connection (guest_port, host_port), and its credit. */
+static bool conn_books(struct conn_table *t, uint32_t gport, uint32_t hport,
+		       struct vsock_pmd_conn_info *out)
+{
+	static struct vsock_pmd_conn_info info[ENDS];
+	uint32_t i, n = conn_table_snapshot(t, info, ENDS);
+
+	for (i = 0; i < n && i < ENDS; i++) {
+		if (info[i].guest_port == gport && info[i].host_port == hport) {
+			*out = info[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A packet the end takes in part while no mbuf can hold the rest: it waits (-EAGAIN) with
+ * what was written remembered, comes again with the same header and the rest follows, each
+ * byte once, the books as if it had gone at once. Another packet in its place resets its
+ * connection alone, as conn_from_guest_abandon() does.
+ */
+static void test_partial(struct conn_table *t)
+{
+	static struct rte_mbuf *hoard[4096];
+	const struct conn_stats *st = conn_table_stats(t);
+	struct fake_end *a = open_conn(t, 1030, 5030), *b = open_conn(t, 1031, 5031), *c;
+	uint64_t state_err = st->proto_err[CONN_ERR_STATE], bytes = st->from_guest_bytes;
+	struct vsock_pmd_conn_info info = { 0 };
+	struct virtio_vsock_hdr raw;
+	bool books;
+	struct iovec iov[2];
+	unsigned int cnt, nh;
+	int r1, r2, r3;
+
+	if (!tap_ok(a && b && guest_drain(t) == 0, "two connections for the partial writes"))
+		return;
+	a->room = 1000;
+	cnt = guest_pkt(&raw, iov, VIRTIO_VSOCK_OP_RW, STREAM, 1030, 5030, 0, payload, 3000,
+			GUEST_BUF, 0, GUEST_CID, HOST_CID);
+	nh = pool_hoard(hoard, RTE_DIM(hoard));
+	r1 = conn_from_guest(t, &raw, iov, cnt);
+	r2 = conn_from_guest(t, &raw, iov, cnt);
+	tap_ok(r1 == -EAGAIN && r2 == -EAGAIN && a->taken == 1000 &&
+	       memcmp(a->to_host, payload, 1000) == 0 && conn_from_guest_partial(t),
+	       "3000 bytes, the end takes 1000 and no mbuf holds the rest: the packet waits, "
+	       "written in part, and again; nothing written twice (%zu)", a->taken);
+	books = conn_books(t, 1030, 5030, &info);
+	tap_ok(books && info.from_guest_bytes == 1000 && info.guest_credit == BUF_ALLOC,
+	       "meanwhile its books count the 1000 bytes written, received and taken: the "
+	       "guest's credit is its buf_alloc, no more (%u, %u)", info.from_guest_bytes,
+	       info.guest_credit);
+	pool_unhoard(hoard, nh);
+	r3 = conn_from_guest(t, &raw, iov, cnt);
+	a->room = SIDE;
+	event(a, EP_WRITABLE);
+	pump(t);
+	tap_ok(r3 == 0 && !conn_from_guest_partial(t) && a->taken == 3000 &&
+	       memcmp(a->to_host, payload, 3000) == 0 &&
+	       st->from_guest_bytes == bytes + 3000,
+	       "mbufs again: presented once more it is taken, the end gets the 3000 bytes once "
+	       "each, in order (%zu)", a->taken);
+	books = conn_books(t, 1030, 5030, &info);
+	tap_ok(books && info.from_guest_bytes == 3000 &&
+	       info.queued_to_host == 0 && info.guest_credit == info.our_buf_alloc &&
+	       info.our_buf_alloc == BUF_ALLOC,
+	       "its books: 3000 bytes from the guest, all taken, the guest's credit its whole "
+	       "buf_alloc (%u of %u)", info.guest_credit, info.our_buf_alloc);
+	guest_drain(t);
+
+	/* Written in part again; then a packet of the other connection comes in its place. */
+	a->room = 500;
+	nh = pool_hoard(hoard, RTE_DIM(hoard));
+	r1 = conn_from_guest(t, &raw, iov, cnt);
+	r2 = guest_send(t, VIRTIO_VSOCK_OP_RW, STREAM, 1031, 5031, 0, payload + 5000, 100, 0);
+	pool_unhoard(hoard, nh);
+	tap_ok(r1 == -EAGAIN && r2 == 0 && !conn_from_guest_partial(t) && b->taken == 100 &&
+	       memcmp(b->to_host, payload + 5000, 100) == 0 && !b->closed,
+	       "written in part, then another connection's packet in its place: that one is "
+	       "taken whole");
+	tap_ok(guest_recv(t, sizeof(g.data)) &&
+	       is_pkt(VIRTIO_VSOCK_OP_RST, 1030, 5030, STREAM, 0, 0) && a->closed &&
+	       st->proto_err[CONN_ERR_STATE] == state_err + 1 && guest_drain(t) == 0,
+	       "the connection written in part is reset (RST, proto_err state), and only it");
+
+	/* The caller cannot present it again: conn_from_guest_abandon(). */
+	c = open_conn(t, 1032, 5032);
+	if (!tap_ok(c != NULL && guest_drain(t) == 0, "a third connection"))
+		return;
+	c->room = 10;
+	cnt = guest_pkt(&raw, iov, VIRTIO_VSOCK_OP_RW, STREAM, 1032, 5032, 0, payload, 2000,
+			GUEST_BUF, 0, GUEST_CID, HOST_CID);
+	nh = pool_hoard(hoard, RTE_DIM(hoard));
+	r1 = conn_from_guest(t, &raw, iov, cnt);
+	pool_unhoard(hoard, nh);
+	conn_from_guest_abandon(t);
+	tap_ok(r1 == -EAGAIN && !conn_from_guest_partial(t) && c->closed &&
+	       guest_recv(t, sizeof(g.data)) &&
+	       is_pkt(VIRTIO_VSOCK_OP_RST, 1032, 5032, STREAM, 0, 0) &&
+	       st->proto_err[CONN_ERR_STATE] == state_err + 2 && !b->closed,
+	       "abandoned: that connection reset, the other open");
+	guest_send(t, VIRTIO_VSOCK_OP_SHUTDOWN, STREAM, 1031, 5031,
+		   VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV, NULL, 0, 0);
+	tap_ok(guest_recv(t, sizeof(g.data)) &&
+	       is_pkt(VIRTIO_VSOCK_OP_RST, 1031, 5031, STREAM, 0, 0) && conn_count(t) == 0,
+	       "the other closes: table empty");
+}
+
 /* Longer than every timeout of the table (CONN_TIMEOUT_MS_DEFAULT each). */
 #define QUIET_S 10
 
@@ -898,6 +1024,7 @@ int main(int argc, char **argv)
 	test_polled(t);
 	test_runs(t);
 	test_quiet_clock(t);
+	test_partial(t);
 	tap_ok(conn_table_mbufs(t) == 0 && conn_count(t) == 0,
 	       "every mbuf back, table empty (%u mbufs held)", conn_table_mbufs(t));
 	conn_table_destroy(t);

@@ -192,6 +192,23 @@ static void tx_round_cut(struct dp_dev *dev, struct virtq *vq, uint16_t kept, ui
 	dev->stats.budget_cuts[VSOCK_VQ_TX]++;
 }
 
+/*
+ * The first chain of the burst should be the packet the connections took in part last
+ * round: it gets the header they counted it by. Any other chain there, or one now too short
+ * for a header, means the guest rewrote descriptors it had made available: the connection
+ * of the packet taken in part is reset, and the chain is taken as it is.
+ */
+static void tx_partial_again(struct dp_dev *dev, struct datapath_scratch *s)
+{
+	if (s->chains[0].head == dev->tx_partial_head &&
+	    s->chains[0].readable_len >= VSOCK_HDR_SIZE) {
+		s->hdrs[0] = dev->tx_partial_hdr;
+		s->hdr_ok[0] = true;
+	} else {
+		conn_from_guest_abandon(dev->conns);
+	}
+}
+
 static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_TX];
@@ -216,6 +233,8 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s
 	} else if (unlikely(n == dev->tx_ask)) {
 		dev->tx_ask = VSOCK_PMD_BURST_MAX;	/* smaller packets: whole bursts again */
 	}
+	if (unlikely(conn_from_guest_partial(dev->conns)) && n)
+		tx_partial_again(dev, s);
 	for (i = 0; i < n; i += k) {
 		if (unlikely(!s->hdr_ok[i])) {
 			report_short(dev, s->chains[i].readable_len);
@@ -230,6 +249,10 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s
 			vq_complete(vq, &s->chains[i + j], 0);
 		if (taken < k) {
 			/* Backpressure: this packet and the rest stay in the ring. */
+			if (conn_from_guest_partial(dev->conns)) {
+				dev->tx_partial_head = s->chains[i + taken].head;
+				dev->tx_partial_hdr = s->hdrs[i + taken];
+			}
 			vq_unget(vq, n - (i + taken));
 			dev->stats.tx_backpressure++;
 			n = i + taken;

@@ -61,6 +61,13 @@ struct dp_dev {
 	bool rx_filled_all;		/* the last rx burst filled every chain it asked for */
 	uint16_t tx_ask;		/* most tx chains a burst takes: fewer after a byte cut */
 	/*
+	 * The tx packet the connections took in part (conn_from_guest_partial()): its chain's
+	 * head, and the header copy they counted it by, which the next burst passes again
+	 * instead of a second copy of the guest's buffer.
+	 */
+	uint16_t tx_partial_head;
+	struct virtio_vsock_hdr tx_partial_hdr;
+	/*
 	 * Its worker's: the device's host sockets are in the worker's set (else the poll asks
 	 * the kernel itself), and that set said they have events not yet taken.
 	 */

@@ -264,6 +264,46 @@ static ssize_t host_writev(struct conn_table *t, struct conn *c, unsigned int n,
 			 quota_left(t->to_host_held, t->dir_quota));
 }
 
+/* Bytes of @p c's packet taken from the guest: counted in rx_cnt, as fwd_cnt counts them. */
+static inline void rx_count(struct conn_table *t, struct conn *c, uint32_t n)
+{
+	c->rx_cnt += n;
+	t->stats.from_guest_bytes += n;
+}
+
+/*
+ * @p c's packet was written in part, its first @p off bytes of which @p done were counted
+ * before, and the rest could not be queued. It comes again (with the header parsed the first
+ * time): what was written is counted now, so that rx_cnt never trails fwd_cnt and a guest
+ * that rewrites the packet meanwhile cannot change it, and is not written twice. Nothing
+ * written, nothing to remember.
+ */
+static void partial_set(struct conn_table *t, struct conn *c, uint32_t done, uint32_t off)
+{
+	rx_count(t, c, off - done);
+	if (off) {
+		t->partial = c;
+		t->partial_off = off;
+	}
+}
+
+bool conn_from_guest_partial(const struct conn_table *t)
+{
+	return t->partial != NULL;
+}
+
+void conn_from_guest_abandon(struct conn_table *t)
+{
+	struct conn *c = t->partial;
+
+	if (!c)
+		return;
+	t->partial = NULL;
+	/* Its stream has a hole now: it alone pays, as for any packet out of place. */
+	if (c->state == CS_ESTABLISHED)
+		conn_reset(t, c, CONN_ERR_STATE);
+}
+
 /* Write @len payload bytes at @off straight to the host end; returns bytes written. */
 static ssize_t direct_write(struct conn_table *t, struct conn *c, const struct iovec *p,
 			    unsigned int cnt, size_t off, uint32_t len)
@@ -278,16 +318,19 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 {
 	bool seq = c->type == VIRTIO_VSOCK_TYPE_SEQPACKET;
 	uint32_t eom = seq ? h->flags & VIRTIO_VSOCK_SEQ_EOM : 0;
-	uint32_t off = c->tx_skip, moved;
+	/* Of a packet written in part before: the bytes written and counted. */
+	uint32_t done = t->partial == c ? t->partial_off : 0, off = done, moved;
 	int ret;
 
 	if (c->state == CS_CLOSING)
 		return 0;	/* raced with our SHUTDOWN: the host is gone */
-	if (c->state != CS_ESTABLISHED || (c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND)) {
+	if (c->state != CS_ESTABLISHED || (c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND) ||
+	    h->len < done) {
 		conn_reset(t, c, CONN_ERR_STATE);
 		return 0;
 	}
-	if (h->len > rx_room(t, c, off)) {
+	/* What is left of it within the room its counted part left: the whole packet fits. */
+	if (h->len - done > rx_room(t, c)) {
 		conn_reset(t, c, CONN_ERR_CREDIT);
 		return 0;
 	}
@@ -312,13 +355,13 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 				   eom ? h->flags & (EP_PIPE_EOM | EP_PIPE_EOR) : 0);
 		if (ret < 0) {
 			/* Stream bytes already written must not be written twice on the retry. */
-			c->tx_skip = off;
+			partial_set(t, c, done, off);
 			return ret;
 		}
 	}
-	c->tx_skip = 0;
-	c->rx_cnt += h->len;
-	t->stats.from_guest_bytes += h->len;
+	if (t->partial == c)
+		t->partial = NULL;
+	rx_count(t, c, h->len - done);
 	/* What was queued goes on as far as the host end takes it now. */
 	if (c->to_host.bytes && (c->ep.ev & EP_WRITABLE) && !conn_flush(t, c, &moved))
 		return 0;
@@ -466,6 +509,8 @@ int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr
 {
 	struct vsock_hdr h;
 	enum vsock_pkt_err err = guest_hdr(t, raw_hdr, iov_total(payload, iovcnt), &h);
+	/* Set: this is the packet written in part, presented again (conn_from_guest_partial()). */
+	struct conn *partial = t->partial;
 	struct conn *c;
 	int ret = 0;
 
@@ -523,6 +568,9 @@ int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr
 		credit_resume(t, c);
 	}
 out:
+	/* It ended otherwise than taken whole or waiting again: its connection cannot go on. */
+	if (unlikely(partial != NULL) && ret != -EAGAIN && t->partial == partial)
+		conn_from_guest_abandon(t);
 	if (ret == 0)
 		t->stats.from_guest_pkts++;
 	return ret;
@@ -571,12 +619,12 @@ static bool data_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
 		if (i == 0) {
 			r->c = conn_lookup(t, h.src_port, h.dst_port, VSOCK_HOST_CID);
 			if (!r->c || r->c->state != CS_ESTABLISHED || r->c->type != h.type ||
-			    r->c->to_host.bytes || r->c->tx_skip ||
+			    r->c->to_host.bytes || r->c == t->partial ||
 			    (r->c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND))
 				return false;
 		}
 		/* A credit violation takes the slow path, which resets the connection. */
-		if (r->total + h.len > rx_room(t, r->c, 0))
+		if (r->total + h.len > rx_room(t, r->c))
 			break;
 		got = iov_slice(t->io.iov + r->cnt, t->io.n - r->cnt, iov, iovcnt[i], 0, h.len);
 		if (got == 0 && h.len)
@@ -622,12 +670,11 @@ static unsigned int data_run_to_host(struct conn_table *t, const struct data_run
 		if (taken < lens[i] &&
 		    to_host_copy(t, c, p, iovcnt[i], taken, lens[i] - taken, 0) < 0) {
 			/* This packet comes again: its bytes already written are not rewritten. */
-			c->tx_skip = taken;
+			partial_set(t, c, 0, taken);
 			break;
 		}
 		done += lens[i];
-		c->rx_cnt += lens[i];
-		t->stats.from_guest_bytes += lens[i];
+		rx_count(t, c, lens[i]);
 		t->stats.from_guest_pkts++;
 	}
 	if (i == 0)

@@ -161,7 +161,9 @@ void conn_table_set_guest(struct conn_table *t, bool attached);
  * @return 0 when the packet is consumed (its descriptor can be completed), whatever its
  *   outcome; -EAGAIN when it cannot be taken now (mempool exhausted): the caller leaves it in
  *   the ring and presents this same packet again, before any other from this ring. Stream data
- *   is never dropped.
+ *   is never dropped. When part of it was written already (conn_from_guest_partial()), the
+ *   packet presented again must carry the header bytes passed the first time; the packet
+ *   presented next, whatever it is, is taken to be that one.
  */
 int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr,
 		    const struct iovec *payload, unsigned int iovcnt);
@@ -178,6 +180,21 @@ int conn_from_guest(struct conn_table *t, const struct virtio_vsock_hdr *raw_hdr
 unsigned int conn_from_guest_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
 				 const struct iovec *iov, const unsigned int *iovcnt,
 				 unsigned int n);
+
+/**
+ * True when the packet that conn_from_guest() or conn_from_guest_run() could not take was
+ * written in part: what was counted of it (credit, fwd_cnt) came from the header passed
+ * then, so the caller presents it again with that header, not one read again from guest
+ * memory, which the guest may have rewritten meanwhile. O(1).
+ */
+bool conn_from_guest_partial(const struct conn_table *t);
+
+/**
+ * The packet written in part cannot be presented again (the guest replaced its descriptors):
+ * its connection, whose stream now has a hole, is reset (proto_err state). No other is
+ * touched.
+ */
+void conn_from_guest_abandon(struct conn_table *t);
 
 /**
  * Fill guest rx buffers, in order, with the packets owed to the guest: control packets first,

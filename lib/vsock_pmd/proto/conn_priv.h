@@ -77,7 +77,6 @@ struct conn {
 	uint32_t rx_cnt;	/* bytes received from the guest */
 	uint32_t fwd_cnt;	/* of those, taken by the host end */
 	uint32_t fwd_sent;	/* fwd_cnt in our last header to the guest */
-	uint32_t tx_skip;	/* bytes of a packet written before it returned -EAGAIN */
 	/* The guest's receive side (host -> guest). */
 	uint32_t tx_cnt;	/* bytes sent to the guest */
 	uint32_t peer_buf_alloc;
@@ -126,6 +125,14 @@ struct conn_table {
 	 */
 	uint32_t to_guest_held, to_host_held;
 	uint32_t dir_quota;		/* UINT32_MAX without a quota */
+	/*
+	 * The guest packet written in part when the rest could not be queued (-EAGAIN): its
+	 * connection and the bytes already written. The caller presents that packet again
+	 * first, with the header it parsed the first time (conn_from_guest_partial()); at most
+	 * one per table, since the packets after it wait behind it.
+	 */
+	struct conn *partial;
+	uint32_t partial_off;
 	struct rst_entry rst[RST_QUEUE_SIZE];
 	struct conn_stats stats;
 };
@@ -261,9 +268,9 @@ static inline void credit_resume(struct conn_table *t, struct conn *c)
 }
 
 /* Bytes the guest may still send: buf_used + len <= buf_alloc, as it must check itself. */
-static inline uint32_t rx_room(const struct conn_table *t, const struct conn *c, uint32_t pending)
+static inline uint32_t rx_room(const struct conn_table *t, const struct conn *c)
 {
-	return t->conf.buf_alloc - (c->rx_cnt + pending - c->fwd_cnt);
+	return t->conf.buf_alloc - (c->rx_cnt - c->fwd_cnt);
 }
 
 /*

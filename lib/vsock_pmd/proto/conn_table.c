@@ -242,6 +242,8 @@ void conn_free(struct conn_table *t, struct conn *c)
 	timer_del(t, c);
 	mq_free(&c->to_host, &t->to_host_held);
 	mq_free(&c->to_guest, &t->to_guest_held);
+	if (t->partial == c)
+		t->partial = NULL;
 	c->state = CS_FREE;
 	c->lists = 0;
 	c->hashed = 0;
