@@ -194,6 +194,19 @@ static int serve(const struct app_opts *opts, const sigset_t *stop_sigs)
 	return sig;
 }
 
+/*
+ * As testpmd does when it quits: every VM's and lcore's totals, once no poll is in progress
+ * and none starts again, so that the figures are the run's last ones (the unit's journal keeps
+ * them). Pausing first: a worker still polling could move bytes after they were printed.
+ */
+static void final_stats(void)
+{
+	if (vsock_pmd_pause() < 0)
+		return;
+	printf("dpdk-vsock-app: final statistics, totals since start (or the last clear)\n");
+	display_stats();
+}
+
 /* Index of the "--" that ends the EAL arguments, or argc if there is none. */
 static int find_separator(int argc, char **argv)
 {
@@ -326,6 +339,7 @@ int main(int argc, char **argv)
 	else
 		printf("dpdk-vsock-app: quit, shutting down\n");
 	notify("STOPPING=1");
+	final_stats();
 	vsock_pmd_stop();
 	rte_eal_cleanup();
 	return EXIT_SUCCESS;
