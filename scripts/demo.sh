@@ -11,6 +11,7 @@ PORT_G2H=5000	# the guest connects to CID 2 port 5000 = run/vm3.vsock_5000
 PORT_H2G=5001	# the host writes "CONNECT 5001" to run/vm3.vsock
 BYTES=$((16 << 20))
 SEED_H2G=7	# another stream than the guest's, so the two checksums differ
+SUM_LINE=21	# each receiver answers "SUM <16 hex>\n" (tests/common/stream_io.h)
 
 "$VSOCK_TOP/scripts/setup.sh"
 echo "demo: building"
@@ -114,11 +115,28 @@ check() {	# WHAT SENDER-FILE RECEIVER-FILE [NOTE]
 		ok=0
 	fi
 }
-# The last periodic display the app printed (--stats-period), as an operator sees it.
-echo "demo: the app's last statistics display"
-awk '/VM statistics for CID/ { buf = ""; grab = 1 }
-	grab && /^  / { buf = buf $0 "\n" }
-	END { printf "%s", buf }' "$run/app.log"
+# What the app printed when it stopped: its totals, taken once the workers stopped.
+final=$(awk '/final statistics/ { grab = 1 } grab && /^  /' "$run/app.log")
+echo "demo: the app's final statistics (printed as it stopped)"
+printf '%s\n' "$final"
+# counted LINE: the payload bytes and the host socket bytes of LINE ("Guest->host", ...)
+counted() { awk -v k="$1" '$1 == k && $2 == "packets:" { print $5, $9; exit }' <<<"$final"; }
+counters() {	# WHAT LINE HOST-COLUMN SENDER-FILE RECEIVER-FILE
+	local vm host sent got
+	read -r vm host < <(counted "$2") || true
+	sent=$(field "$4" SENT 2)
+	got=$(field "$5" RECV 2)
+	# Beside the stream, the app carried the other direction's "SUM <16 hex>\n" answer.
+	if [[ -n $vm && -n $sent && $vm == $((sent + SUM_LINE)) && $host == "$vm" &&
+	      $got == "$sent" ]]; then
+		echo "  app counted    $1 $vm bytes, $3 $host: the ends' $sent and the" \
+			"$SUM_LINE-byte SUM answer"
+	else
+		echo "  app counted    $1 FAILED: ${vm:-nothing} bytes, $3 ${host:-nothing};" \
+			"the ends sent ${sent:-nothing} and received ${got:-nothing} (+ $SUM_LINE)"
+		ok=0
+	fi
+}
 echo "demo: summary"
 if grep -q '^CID 3$' "$run/guest.log"; then
 	echo "  guest CID      3, as the app answered QEMU's GET_CONFIG"
@@ -130,5 +148,8 @@ check "guest -> host" "$run/guest.log" "$run/host-recv.log" "via run/vm3.vsock_$
 hp=$(field "$run/host-send.log" CONNECTED 3)
 check "host -> guest" "$run/host-send.log" "$run/guest.log" \
 	"via CONNECT $PORT_H2G, OK ${hp:-?}"
+counters "guest -> host" Guest-\>host "host sockets written" "$run/guest.log" \
+	"$run/host-recv.log"
+counters "host -> guest" Host-\>guest "host sockets read" "$run/host-send.log" "$run/guest.log"
 echo "  app            stopped cleanly, $(find "$run" -type s | wc -l) sockets left in run/"
 ((ok)) || { echo "demo: FAILED (logs in run/)"; exit 1; }
