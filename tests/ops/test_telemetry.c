@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <vsock_pmd_version.h>
+
 #include "ops_util.h"
 
 #define MS 5000
@@ -205,11 +207,15 @@ main(void)
 	tap_ok(strncmp(replies[0], "{\"/vsock/config\": {", 19) == 0 && num(0, "nb_vms") == 2 &&
 		num(0, "nb_lcores") == 1 && num(0, "burst") == 32 && num(0, "paused") == 0,
 		"/vsock/config: 2 VMs, 1 lcore, burst 32, not paused");
+	tap_ok(ops_json_str(replies[0], "version", s, sizeof(s)) == 0 &&
+		strcmp(s, VSOCK_PMD_VERSION) == 0, "/vsock/config: version %s", VSOCK_PMD_VERSION);
 	tap_ok(num(1, "3.running") == 1 && num(1, "3.lcore") == 1 &&
 		num(1, "3.rx_ring_size") == 128 && num(1, "5.running") == 0 &&
 		ops_json_str(replies[1], "5.uds", s, sizeof(s)) == 0 &&
 		strstr(s, "vm5.vsock") != NULL,
 		"/vsock/vms: VM 3 running on lcore 1, VM 5 waiting");
+	tap_ok(num(1, "3.placed_lcore") == 1 && num(1, "5.placed_lcore") == 1,
+		"/vsock/vms: both VMs placed on lcore 1, the waiting one too");
 	tap_ok(num(2, "cid") == 3 && num(2, "from_guest_pkts") == PROBES &&
 		num(2, "to_guest_pkts") == PROBES && num(2, "conns_refused") == PROBES &&
 		num(2, "from_guest_bytes") == 0 && num(2, "tx.packets") == PROBES &&

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The statistics as JSON through librte_telemetry, for dpdk-telemetry.py and monitoring:
- *   /vsock/config         settings in force
+ *   /vsock/config         settings in force, and the library's version
  *   /vsock/resources      mbufs in use, open fds, RSS, connections (leak checks)
  *   /vsock/memory         DPDK heap and the bytes of every pool and memzone of the engine
  *   /vsock/vms[,<start>]  VMs, TEL_VMS_PAGE at a time from the <start>th (default 0): state,
@@ -24,12 +24,13 @@
 #include <rte_telemetry.h>
 
 #include <vsock_pmd.h>
+#include <vsock_pmd_version.h>
 
 #include "api.h"
 
 /*
  * What fits a reply: librte_telemetry's are at most 16 KiB, and it leaves out, without a
- * word, whatever does not fit. A connection is ~330 bytes of JSON; a VM ~370, ~550 with
+ * word, whatever does not fit. A connection is ~330 bytes of JSON; a VM ~390, ~570 with
  * both socket paths of the longest length (test_telemetry checks a page of those).
  */
 #define TEL_CONNS_PAGE 32
@@ -69,6 +70,7 @@ static int tel_config(const char *cmd __rte_unused, const char *params __rte_unu
 	if (rc < 0)
 		return rc;
 	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "version", vsock_pmd_version());
 	rte_tel_data_add_dict_u64(d, "main_lcore", c.main_lcore);
 	rte_tel_data_add_dict_u64(d, "nb_lcores", c.nb_lcores);
 	rte_tel_data_add_dict_u64(d, "nb_vms", c.nb_vms);
@@ -181,6 +183,7 @@ static int tel_vms(const char *cmd __rte_unused, const char *params, struct rte_
 		rte_tel_data_add_dict_u64(v, "cid", vi.cid);
 		rte_tel_data_add_dict_u64(v, "running", vi.running);
 		rte_tel_data_add_dict_int(v, "lcore", vi.lcore);
+		rte_tel_data_add_dict_u64(v, "placed_lcore", vi.placed_lcore);
 		rte_tel_data_add_dict_u64(v, "features", vi.features);
 		rte_tel_data_add_dict_u64(v, "conns", vi.conns);
 		rte_tel_data_add_dict_u64(v, "rx_ring_size", vi.ring_size[VSOCK_PMD_Q_RX]);
