@@ -9,6 +9,7 @@ PACKAGES=(
 	qemu-system-x86 linux-image-amd64 busybox-static cpio xz-utils zstd gzip
 	clang libclang-rt-14-dev python3-matplotlib libyaml-dev
 	libsystemd-dev systemd debhelper dpkg-dev kmod
+	python3-prometheus-client prometheus
 )
 # Hugepages to reserve (2 MiB each) for runs that do not pass --no-huge.
 HUGEPAGES=${VSOCK_HUGEPAGES:-512}

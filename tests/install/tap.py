@@ -7,10 +7,12 @@ failed = False
 
 
 def ok(cond, what):
+    """One TAP line; returns whether cond held, as tap_ok() does in C."""
     global n, failed
     n += 1
     failed |= not cond
     print(f"{'ok' if cond else 'not ok'} {n} - {what}", flush=True)
+    return bool(cond)
 
 
 def done():
