@@ -36,10 +36,15 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${
 	>"$out/install.log" 2>&1 || { tail -20 "$out/install.log" >&2; exit 1; }
 rc=0
 for f in /usr/bin/dpdk-vsock-app /usr/bin/dpdk-vsock-replug /usr/bin/vsock-perf \
-	/lib/systemd/system/dpdk-vsock@.service /etc/dpdk-vsock/example.conf \
-	/usr/share/man/man8/dpdk-vsock-app.8.gz /usr/include/dpdk-vsock/vsock_pmd.h; do
+	/usr/bin/dpdk-vsock-exporter /lib/systemd/system/dpdk-vsock@.service \
+	/lib/systemd/system/dpdk-vsock-exporter@.service /etc/dpdk-vsock/example.conf \
+	/usr/share/man/man8/dpdk-vsock-app.8.gz /usr/share/man/man8/dpdk-vsock-exporter.8.gz \
+	/usr/include/dpdk-vsock/vsock_pmd.h; do
 	[[ -e $f ]] || { echo "package: $f is missing" >&2; rc=1; }
 done
+# The exporter runs with the packaged Python and its Prometheus client (a Depends).
+/usr/bin/dpdk-vsock-exporter --version | grep -q '^dpdk-vsock-exporter ' ||
+	{ echo "package: dpdk-vsock-exporter --version failed" >&2; rc=1; }
 pkg-config --exists libdpdk-vsock || { echo "package: no libdpdk-vsock.pc" >&2; rc=1; }
 # grep reads it all: grep -q's early exit would fail ldconfig's write (SIGPIPE) under pipefail.
 ldconfig -p | grep 'libvsock_pmd\.so\.' >/dev/null || { echo "package: no shared library" >&2; rc=1; }

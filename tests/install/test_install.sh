@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # `meson install` as a user of the installed copy sees it: install into a DESTDIR, check
 # what is there (programs, shared library with its soname, static library, headers,
-# pkg-config file, man page, unit, sample config, the re-plug command), verify the unit
-# with systemd-analyze, then build the native-API example from the installed sources in a
-# directory outside the tree with `pkg-config --cflags --libs libdpdk-vsock`, shared and
-# static, and run each: it starts the engine on a VM and listens, and stops cleanly.
+# pkg-config file, man pages, units, sample config, the re-plug command, the Prometheus
+# exporter), verify the units with systemd-analyze, then build the native-API example from
+# the installed sources in a directory outside the tree with `pkg-config --cflags --libs
+# libdpdk-vsock`, shared and static, and run each: it starts the engine on a VM and
+# listens, and stops cleanly.
 # Usage: test_install.sh BUILD_DIR (TAP).
 set -uo pipefail
 build=$1
@@ -40,7 +41,8 @@ version=$(meson introspect "$build" --projectinfo | python3 -c 'import json,sys;
 so_major=$(readlink "$dest$libdir/libvsock_pmd.so")
 root=$dest$prefix
 
-for f in "$bindir/dpdk-vsock-app" "$bindir/vsock-perf" "$bindir/dpdk-vsock-replug"; do
+for f in "$bindir/dpdk-vsock-app" "$bindir/vsock-perf" "$bindir/dpdk-vsock-replug" \
+	"$bindir/dpdk-vsock-exporter"; do
 	[[ -x $dest$f ]]
 	ok $? "installed executable $f"
 done
@@ -63,10 +65,14 @@ ok $? "VSOCK_PMD_VERSION is the project version $version"
 pc=$dest$libdir/pkgconfig/libdpdk-vsock.pc
 grep -q '^Requires:.*libdpdk' "$pc" && grep -q "^Version: $version" "$pc"
 ok $? "libdpdk-vsock.pc: Requires libdpdk, Version $version"
-[[ -f $root/share/man/man8/dpdk-vsock-app.8 ]]
-ok $? "man page man8/dpdk-vsock-app.8"
-[[ -f $root/lib/systemd/system/dpdk-vsock@.service || -f $dest$(opt systemdunitdir)/dpdk-vsock@.service ]]
-ok $? "unit dpdk-vsock@.service"
+for m in dpdk-vsock-app.8 dpdk-vsock-exporter.8; do
+	[[ -f $root/share/man/man8/$m ]]
+	ok $? "man page man8/$m"
+done
+for u in dpdk-vsock@.service dpdk-vsock-exporter@.service; do
+	[[ -f $root/lib/systemd/system/$u || -f $dest$(opt systemdunitdir)/$u ]]
+	ok $? "unit $u"
+done
 [[ -f $dest$sysconfdir/dpdk-vsock/example.conf ]]
 ok $? "sample $sysconfdir/dpdk-vsock/example.conf"
 "$dest$bindir/dpdk-vsock-replug" --help >/dev/null 2>&1
@@ -74,24 +80,37 @@ ok $? "dpdk-vsock-replug --help"
 "$dest$bindir/dpdk-vsock-app" --version >"$work/version" 2>&1 &&
 	grep -q "^dpdk-vsock-app $version " "$work/version" && grep -q 'built with DPDK' "$work/version"
 ok $? "installed dpdk-vsock-app --version: $(head -1 "$work/version")"
+"$dest$bindir/dpdk-vsock-exporter" --version >"$work/version" 2>&1 &&
+	grep -qx "dpdk-vsock-exporter $version" "$work/version"
+ok $? "installed dpdk-vsock-exporter --version: $(head -1 "$work/version")"
 
-# The installed unit, its ExecStart and man page looked up inside the DESTDIR.
-unit=$(ls "$root"/lib/systemd/system/dpdk-vsock@.service "$dest$(opt systemdunitdir)"/dpdk-vsock@.service 2>/dev/null | head -1)
-if command -v systemd-analyze >/dev/null; then
+# The installed units, their ExecStart and man page looked up inside the DESTDIR.
+installed_unit() { ls "$root/lib/systemd/system/$1" "$dest$(opt systemdunitdir)/$1" 2>/dev/null | head -1; }
+unit=$(installed_unit dpdk-vsock@.service)
+for u in dpdk-vsock dpdk-vsock-exporter; do
+	if ! command -v systemd-analyze >/dev/null; then
+		skip "systemd-analyze verify $u@example.service" "systemd-analyze is not installed"
+		continue
+	fi
 	mkdir -p "$work/units"
-	sed "s|^ExecStart=/|ExecStart=$dest/|" "$unit" >"$work/units/dpdk-vsock@example.service"
-	MANPATH=$root/share/man systemd-analyze verify "$work/units/dpdk-vsock@example.service" \
+	sed "s|^ExecStart=/|ExecStart=$dest/|" "$(installed_unit "$u@.service")" \
+		>"$work/units/$u@example.service"
+	MANPATH=$root/share/man systemd-analyze verify "$work/units/$u@example.service" \
 		>"$work/verify.log" 2>&1
 	rc=$?
 	sed 's/^/# /' "$work/verify.log"
 	[[ $rc == 0 && ! -s $work/verify.log ]]
-	ok $? "systemd-analyze verify dpdk-vsock@example.service: no error, no warning"
-else
-	skip "systemd-analyze verify" "systemd-analyze is not installed"
-fi
+	ok $? "systemd-analyze verify $u@example.service: no error, no warning"
+done
 grep -q '^Type=notify' "$unit" && grep -q '^Restart=on-failure' "$unit" &&
 	grep -q '^LimitNOFILE=' "$unit" && grep -q '^After=.*dev-hugepages.mount' "$unit"
 ok $? "the unit: Type=notify, Restart=on-failure, LimitNOFILE, After=dev-hugepages.mount"
+exporter_unit=$(installed_unit dpdk-vsock-exporter@.service)
+grep -q "^ExecStart=$bindir/dpdk-vsock-exporter --file-prefix=dpdk-vsock-%i " "$exporter_unit" &&
+	grep -q '^Environment=RUNTIME_DIRECTORY=/run/dpdk-vsock/%i$' "$exporter_unit" &&
+	grep -q '^Environment="EXPORTER_LISTEN=127.0.0.1:9877"' "$exporter_unit" &&
+	grep -q '^After=dpdk-vsock@%i.service' "$exporter_unit"
+ok $? "the exporter's unit: the instance's telemetry, 127.0.0.1:9877 unless NAME.env says"
 
 # An out-of-tree program on the installed copy, as its developer would build it. The
 # DESTDIR is the sysroot: pkg-config puts it before every path, libdpdk's too, so the

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The man page and --help stay in step: every application option the app's --help
 lists is described in dpdk-vsock-app(8)'s OPTIONS, and every option described there is
-in --help; the same for the console commands (the running console's "help" against CONSOLE).
-Usage: test_man_help.py APP MANPAGE (TAP)."""
+in --help; the same for the console commands (the running console's "help" against CONSOLE),
+and for dpdk-vsock-exporter's --help and dpdk-vsock-exporter(8).
+Usage: test_man_help.py APP MANPAGE EXPORTER EXPORTER-MANPAGE (TAP)."""
 import re
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import tap
 from tap import ok
 import tempfile
 
-app, manpage = sys.argv[1], sys.argv[2]
+app, manpage, exporter, exporter_manpage = sys.argv[1:5]
 
 
 def man_section(text, name):
@@ -31,20 +32,29 @@ def tagged_lines(section):
 
 OPT = re.compile(r"(?<![\w-])(--[a-z][a-z-]*|-[a-z])\b")
 
-help_run = subprocess.run([app, "--", "--help"], capture_output=True, text=True, timeout=30)
-ok(help_run.returncode == 0 and "Usage:" in help_run.stdout, "app -- --help exits 0")
-help_opts = set(OPT.findall(help_run.stdout)) - {"--"}
+
+
+def same_options(cmd, page, least):
+    """The options cmd's --help lists against those page's OPTIONS describes."""
+    name = cmd[0].split("/")[-1]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    ok(run.returncode == 0 and "sage:" in run.stdout, f"{name} --help exits 0")
+    help_opts = set(OPT.findall(run.stdout)) - {"--"}
+    man_opts = set()
+    for tag in tagged_lines(man_section(open(page).read(), "OPTIONS")):
+        man_opts |= set(OPT.findall(tag))
+    print(f"# {name} --help: {sorted(help_opts)}")
+    print(f"# man OPTIONS: {sorted(man_opts)}")
+    ok(len(help_opts) >= least, f"{name} --help lists the options")
+    missing = sorted(help_opts - man_opts)
+    ok(not missing, f"every {name} --help option is in its man page (missing: {missing})")
+    extra = sorted(man_opts - help_opts)
+    ok(not extra, f"every option of its man page is in {name} --help (not: {extra})")
+
+
+same_options([app, "--", "--help"], manpage, 10)
+same_options([exporter, "--help"], exporter_manpage, 8)
 man = open(manpage).read()
-man_opts = set()
-for tag in tagged_lines(man_section(man, "OPTIONS")):
-    man_opts |= set(OPT.findall(tag))
-print(f"# --help: {sorted(help_opts)}")
-print(f"# man OPTIONS: {sorted(man_opts)}")
-ok(len(help_opts) >= 10, "--help lists the options")
-missing = sorted(help_opts - man_opts)
-ok(not missing, f"every --help option is in the man page (missing: {missing})")
-extra = sorted(man_opts - help_opts)
-ok(not extra, f"every man page option is in --help (missing from --help: {extra})")
 
 # The console's own "help" lists its commands; CONSOLE in the man page describes each.
 with tempfile.TemporaryDirectory(prefix="vsock-man-") as d:
