@@ -101,7 +101,9 @@ static void usage(const char *prog)
 	       "  -h, --help      this text (before \"--\": the EAL's options, then these)\n"
 	       "  --version       the version and the DPDK version it was built with\n"
 	       "The main lcore does control work; every other EAL lcore polls VMs.\n"
-	       "Counters are also served as telemetry: dpdk-telemetry.py, /vsock/...\n"
+	       "Counters are also served as telemetry: dpdk-telemetry.py, /vsock/...;\n"
+	       "dpdk-vsock-exporter serves them to Prometheus. The final statistics are\n"
+	       "printed when the app stops.\n"
 	       "Exit status: 0 stopped (signal or quit), 1 cannot start, 2 bad command line\n"
 	       "or config file. See dpdk-vsock-app(8).\n",
 	       prog, VSOCK_PMD_BURST_MAX, VSOCK_PMD_BURST_DEFAULT, VSOCK_PMD_MBUFS_MIN,
