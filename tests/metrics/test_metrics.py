@@ -133,14 +133,18 @@ def wait_for(what, secs=WAIT, step=0.1):
         time.sleep(step)
 
 
+# The app's EAL runtime directory, where its telemetry socket is (app_proc_eal_dir()).
+EAL_DIR = os.path.join(os.environ.get("RUNTIME_DIRECTORY") or (
+    "/var/run" if os.getuid() == 0 else os.environ.get("XDG_RUNTIME_DIR", "/tmp")),
+    "dpdk", PREFIX)
+
+
 def telemetry(*cmds):
     """Replies of the app's telemetry to cmds (None where it has none), or None."""
-    run_dir = os.environ.get("RUNTIME_DIRECTORY") or (
-        "/var/run" if os.getuid() == 0 else os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
             s.settimeout(10)
-            s.connect(os.path.join(run_dir, "dpdk", PREFIX, "dpdk_telemetry.v2"))
+            s.connect(os.path.join(EAL_DIR, "dpdk_telemetry.v2"))
             size = json.loads(s.recv(4096))["max_output_len"]
             out = []
             for c in cmds:
@@ -603,7 +607,7 @@ def main():
                 p.kill()
                 p.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(os.path.join("/var/run/dpdk", PREFIX), ignore_errors=True)
+        shutil.rmtree(EAL_DIR, ignore_errors=True)
 
 
 main()
