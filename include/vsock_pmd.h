@@ -58,6 +58,15 @@ extern "C" {
 /** Connections per VM, CONNECT lines in progress included. */
 #define VSOCK_PMD_MAX_CONNS_DEFAULT 1023u
 #define VSOCK_PMD_MAX_CONNS_MAX 16384u
+/**
+ * Pipe connections one VM holds at once: those its guest opens to other guests and to native
+ * listeners, and those native programs open to it. The process's pool holds the sum of every
+ * VM's max_pipes, so none can take another's. The default shares
+ * VSOCK_PMD_PIPES_DEFAULT_TOTAL among the VMs, at least VSOCK_PMD_MAX_PIPES_DEFAULT_MIN each.
+ */
+#define VSOCK_PMD_PIPES_DEFAULT_TOTAL 1024u
+#define VSOCK_PMD_MAX_PIPES_DEFAULT_MIN 16u
+#define VSOCK_PMD_MAX_PIPES_MAX 16384u
 /** CONNECT-line and connect timeouts, in milliseconds. */
 #define VSOCK_PMD_TIMEOUT_MS_DEFAULT 2000u
 #define VSOCK_PMD_TIMEOUT_MS_MAX 3600000u
@@ -106,6 +115,13 @@ struct vsock_pmd_vm_conf {
 	uint32_t queue_size;
 	/** Connections, 1..VSOCK_PMD_MAX_CONNS_MAX (default VSOCK_PMD_MAX_CONNS_DEFAULT). */
 	uint32_t max_conns;
+	/**
+	 * Pipe connections (guest-to-guest and native API) at once, 1..VSOCK_PMD_MAX_PIPES_MAX;
+	 * the next is refused (RST to the guest, -ENOBUFS to a native program) and counted in
+	 * pipes_refused. Default: VSOCK_PMD_PIPES_DEFAULT_TOTAL / nb_vms, at least
+	 * VSOCK_PMD_MAX_PIPES_DEFAULT_MIN.
+	 */
+	uint32_t max_pipes;
 	/** A host program's CONNECT line must end within this (1..VSOCK_PMD_TIMEOUT_MS_MAX). */
 	uint32_t line_timeout_ms;
 	/**
@@ -251,6 +267,7 @@ struct vsock_pmd_vm_stats {
 	uint64_t conns_reset;		/**< ended by an RST we sent (error, timeout) */
 	uint64_t conns_refused;		/**< connects nobody accepted (host: no guest attached) */
 	uint64_t conns_table_full;	/**< connects refused: connection table full */
+	uint64_t pipes_refused;		/**< pipe connects refused: max_pipes in use */
 	uint64_t credit_stalls;		/**< host data held back: the guest had no credit */
 	uint64_t mempool_exhausted;	/**< packets left in the ring: no buffer */
 	uint64_t tx_backpressure;	/**< guest bursts cut short by the connections */
@@ -302,10 +319,12 @@ struct vsock_pmd_vm_info {
 	uint16_t ring_size[VSOCK_PMD_NB_QUEUES];
 	bool ring_broken[VSOCK_PMD_NB_QUEUES];	/**< stopped: the guest broke the ring */
 	uint32_t conns;		/**< open connections */
+	uint32_t pipes;		/**< pipe connections of its share in use */
 	/* The limits in force (struct vsock_pmd_vm_conf, defaults filled in). */
 	uint32_t tx_buffer_size;
 	uint32_t queue_size;
 	uint32_t max_conns;
+	uint32_t max_pipes;
 	uint32_t line_timeout_ms;
 	uint32_t connect_timeout_ms;
 };

@@ -66,8 +66,6 @@ int vsock_native_detach(void);
 #define VSOCK_NATIVE_MAX_LISTENERS 64
 /** Secondary processes attached at once. */
 #define VSOCK_NATIVE_MAX_PROCS 15
-/** Connections the native API and guest-to-guest routing share, at once. */
-#define VSOCK_NATIVE_MAX_CONNS 1024
 /** mbufs each direction of a connection holds before the sender sees backpressure. */
 #define VSOCK_NATIVE_RING_SIZE 256
 
@@ -117,8 +115,8 @@ int vsock_native_accept(int listener);
  * VSOCK_NATIVE_CONNECTING until the guest answers (vsock_native_state()).
  *
  * @return a connection handle (>= 0), or -ENODEV, -ENOENT (no VM @p cid), -EINVAL (type),
- *   -ECONNREFUSED (no guest attached to that VM now), -ENOBUFS (VSOCK_NATIVE_MAX_CONNS
- *   reached or the VM's connect queue full).
+ *   -ECONNREFUSED (no guest attached to that VM now), -ENOBUFS (the VM's max_pipes in use,
+ *   counted in its pipes_refused).
  */
 int vsock_native_connect(uint64_t cid, uint32_t port, int type);
 

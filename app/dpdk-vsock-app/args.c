@@ -281,6 +281,10 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 			if (parse_limit(item, val, 1, VSOCK_PMD_MAX_CONNS_MAX, &vm.max_conns,
 					err, err_len) < 0)
 				return -1;
+		} else if (strcmp(item, "max-pipes") == 0) {
+			if (parse_limit(item, val, 1, VSOCK_PMD_MAX_PIPES_MAX, &vm.max_pipes,
+					err, err_len) < 0)
+				return -1;
 		} else if (strcmp(item, "line-timeout-ms") == 0) {
 			if (parse_limit(item, val, 1, VSOCK_PMD_TIMEOUT_MS_MAX, &vm.line_timeout_ms,
 					err, err_len) < 0)
@@ -304,7 +308,7 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 		} else {
 			return fail(err, err_len, "--vm: unknown key '%s' (expected cid, socket, "
 				    "uds, lcore, group, client, socket-mode, socket-group, "
-				    "max-connections, line-timeout-ms, connect-timeout-ms, or "
+				    "max-connections, max-pipes, line-timeout-ms, connect-timeout-ms, or "
 				    "vhost-device-vsock's guest-cid, uds-path, tx-buffer-size, "
 				    "queue-size, groups)", item);
 		}

@@ -169,9 +169,9 @@ static void print_vm(const struct vsock_pmd_vm_info *vi, const struct vsock_pmd_
 	       " host sockets read:    %" PRIu64 "\n",
 	       st->to_guest_pkts, st->to_guest_bytes, st->host_read_bytes);
 	printf("  Connections opened: %-8" PRIu64 " closed: %-8" PRIu64 " reset: %-8" PRIu64
-	       " refused: %-8" PRIu64 " table full: %" PRIu64 "\n",
+	       " refused: %-8" PRIu64 " table full: %-8" PRIu64 " pipes full: %" PRIu64 "\n",
 	       st->conns_opened, st->conns_closed, st->conns_reset, st->conns_refused,
-	       st->conns_table_full);
+	       st->conns_table_full, st->pipes_refused);
 	printf("  %-14s %14s %14s\n", "Rings", "rx(to guest)", "tx(from guest)");
 	printf("  %-14s %14" PRIu64 " %14" PRIu64 "\n", "chains", rx->packets, tx->packets);
 	printf("  %-14s %14" PRIu64 " %14" PRIu64 "\n", "bursts", rx->bursts, tx->bursts);
@@ -390,9 +390,10 @@ int display_config(void)
 		       vi.pinned ? "pinned" : "balanced", vi.numa_socket);
 		print_groups(&vi);
 		printf("\n      socket %s\n      uds    %s\n", vi.socket_path, vi.uds_path);
-		printf("      tx-buffer-size %u, queue-size %u, max-connections %u, "
-		       "line-timeout-ms %u, connect-timeout-ms %u\n", vi.tx_buffer_size,
-		       vi.queue_size, vi.max_conns, vi.line_timeout_ms, vi.connect_timeout_ms);
+		printf("      tx-buffer-size %u, queue-size %u, max-connections %u, max-pipes %u "
+		       "(%u in use), line-timeout-ms %u, connect-timeout-ms %u\n",
+		       vi.tx_buffer_size, vi.queue_size, vi.max_conns, vi.max_pipes, vi.pipes,
+		       vi.line_timeout_ms, vi.connect_timeout_ms);
 		print_socket_perms(&vi);
 	}
 	print_memory();

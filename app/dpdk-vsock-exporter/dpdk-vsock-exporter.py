@@ -62,6 +62,8 @@ VM_COUNTERS = (
      "connects nobody accepted"),
     ("conns_table_full", "dpdk_vsock_vm_connections_table_full",
      "connects refused because the VM had max-connections open"),
+    ("pipes_refused", "dpdk_vsock_vm_pipes_refused",
+     "guest-to-guest and native connects refused because the VM had max-pipes in use"),
     ("short_packets", "dpdk_vsock_vm_short_packets",
      "guest tx chains shorter than a vsock header"),
     ("small_rx_buffers", "dpdk_vsock_vm_small_rx_buffers",
@@ -195,6 +197,10 @@ def vm_families(vms):
                               "CONNECT lines in progress included", labels=["cid"])
     limit = GaugeMetricFamily("dpdk_vsock_vm_connections_limit", "the VM's max-connections",
                               labels=["cid"])
+    pipes = GaugeMetricFamily("dpdk_vsock_vm_pipes", "guest-to-guest and native connections "
+                              "of the VM's share in use now", labels=["cid"])
+    pipes_limit = GaugeMetricFamily("dpdk_vsock_vm_pipes_limit", "the VM's max-pipes",
+                                    labels=["cid"])
     broken = GaugeMetricFamily("dpdk_vsock_vm_ring_broken", "1 once the guest broke the "
                                "ring and it was stopped", labels=["cid", "queue"])
     counters = [counter(name, text, ["cid"]) for _, name, text in VM_COUNTERS]
@@ -214,6 +220,8 @@ def vm_families(vms):
         running.add_metric([c], vm["running"])
         conns.add_metric([c], vm["conns"])
         limit.add_metric([c], vm["max_conns"])
+        pipes.add_metric([c], vm["pipes"])
+        pipes_limit.add_metric([c], vm["max_pipes"])
         for (key, _, _), fam in zip(VM_COUNTERS, counters):
             fam.add_metric([c], st[key])
         for key, reason in VM_STALLS:
@@ -229,7 +237,7 @@ def vm_families(vms):
             bursts.add_metric([c, q], buckets, sum(size * n for size, n in hist.items()))
         for kind, n in sorted(st["errors"].items()):
             errors.add_metric([c, kind], n)
-    return [info, running, conns, limit, broken] + counters + [stalls] + rings + [bursts,
+    return [info, running, conns, limit, pipes, pipes_limit, broken] + counters + [stalls] + rings + [bursts,
                                                                                 errors]
 
 

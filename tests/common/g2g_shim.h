@@ -20,7 +20,8 @@
 #include "vfe_guest.h"
 #include "vfe_shim.h"
 
-#define G2G_MAX_PEERS 64
+#define G2G_MAX_PEERS VFE_GUEST_MAX_CONNS
+/* Control packets a shim remembers, the newest ones. */
 #define G2G_SEEN_MAX 256
 
 /* A connection-level packet a guest received, with the source CID the app wrote. */
@@ -42,8 +43,9 @@ struct g2g_shim {
 	uint64_t connect_cid;
 	/** Non-zero: the next REQUEST claims this source CID. */
 	uint64_t spoof_src;
-	/** Packets with no known peer, from a CID other than their connection's, or unlogged. */
+	/** Packets with no known peer, or from a CID other than their connection's. */
 	unsigned int errors;
+	/* A ring: entry i % G2G_SEEN_MAX of the nseen seen so far. */
 	struct g2g_seen seen[G2G_SEEN_MAX];
 	unsigned int nseen;
 };
@@ -106,12 +108,9 @@ static inline void g2g_rx_hook(void *ctx, const struct vfe_vsock_pkt *pkt, uint3
 
 	(void)used_len;
 	if (h->op == VIRTIO_VSOCK_OP_REQUEST || h->op == VIRTIO_VSOCK_OP_RESPONSE ||
-	    h->op == VIRTIO_VSOCK_OP_RST || h->op == VIRTIO_VSOCK_OP_SHUTDOWN) {
-		if (s->nseen < G2G_SEEN_MAX)
-			s->seen[s->nseen++] = (struct g2g_seen){ .src_cid = h->src_cid, .p = *h };
-		else
-			s->errors++;
-	}
+	    h->op == VIRTIO_VSOCK_OP_RST || h->op == VIRTIO_VSOCK_OP_SHUTDOWN)
+		s->seen[s->nseen++ % G2G_SEEN_MAX] = (struct g2g_seen){ .src_cid = h->src_cid,
+									 .p = *h };
 	if (h->src_cid == VFE_GUEST_HOST_CID) {
 		/* A host program's connect: the guest's answers go back to the host. */
 		if (h->op == VIRTIO_VSOCK_OP_REQUEST)
@@ -143,19 +142,22 @@ static inline struct vfe_guest_conn *g2g_connect(struct g2g_shim *s, struct vfe_
 	return vfe_guest_connect(g, port, type);
 }
 
-/* Source CID of the last packet @p op the guest received for (local, peer), or 0. */
+/*
+ * Source CID of the last packet @p op the guest received for (local, peer), among the
+ * G2G_SEEN_MAX newest control packets, or 0.
+ */
 static inline uint64_t g2g_seen_from(const struct g2g_shim *s, uint16_t op, uint32_t local,
 				     uint32_t peer, uint32_t *flags)
 {
-	unsigned int i = s->nseen;
+	unsigned int i = s->nseen, oldest = s->nseen > G2G_SEEN_MAX ? s->nseen - G2G_SEEN_MAX : 0;
 
-	while (i-- > 0) {
-		const struct vfe_vsock_pkt *p = &s->seen[i].p;
+	while (i-- > oldest) {
+		const struct g2g_seen *e = &s->seen[i % G2G_SEEN_MAX];
 
-		if (p->op == op && p->dst_port == local && p->src_port == peer) {
+		if (e->p.op == op && e->p.dst_port == local && e->p.src_port == peer) {
 			if (flags)
-				*flags = p->flags;
-			return s->seen[i].src_cid;
+				*flags = e->p.flags;
+			return e->src_cid;
 		}
 	}
 	return 0;

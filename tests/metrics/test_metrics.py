@@ -62,6 +62,7 @@ VM = {
     "conns_reset": "dpdk_vsock_vm_connections_reset_total",
     "conns_refused": "dpdk_vsock_vm_connections_refused_total",
     "conns_table_full": "dpdk_vsock_vm_connections_table_full_total",
+    "pipes_refused": "dpdk_vsock_vm_pipes_refused_total",
     "short_packets": "dpdk_vsock_vm_short_packets_total",
     "small_rx_buffers": "dpdk_vsock_vm_small_rx_buffers_total",
 }
@@ -87,7 +88,8 @@ LCORE_CYCLES = {"cycles": "dpdk_vsock_lcore_measured_seconds_total",
                 "busy_cycles": "dpdk_vsock_lcore_busy_seconds_total"}
 # Every family with a sample per VM (per ring for the ring ones): what a whole page has.
 PER_VM = (["dpdk_vsock_vm_info", "dpdk_vsock_vm_running", "dpdk_vsock_vm_connections",
-           "dpdk_vsock_vm_connections_limit", "dpdk_vsock_vm_stalls_total",
+           "dpdk_vsock_vm_connections_limit", "dpdk_vsock_vm_pipes",
+           "dpdk_vsock_vm_pipes_limit", "dpdk_vsock_vm_stalls_total",
            "dpdk_vsock_vm_errors_total"] + list(VM.values()))
 PER_RING = ["dpdk_vsock_vm_ring_broken", "dpdk_vsock_vm_ring_burst_chains_count"] + \
     list(RING.values())

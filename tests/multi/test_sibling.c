@@ -19,6 +19,7 @@
 
 #include "conn.h"
 #include "ep_pipe.h"
+#include "ep_sibling.h"
 #include "tap.h"
 #include "vsock_pkt.h"
 
@@ -311,6 +312,11 @@ int main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "-l", "0",
 			"--log-level=lib.eal:error" };
+	/* Each VM's share of the pipes: what ep_connect() finds by the guest's CID. */
+	static const uint32_t shares[2] = { 64, 64 };
+	static struct vsock_pmd_conf conf = { .nb_vms = 2, .vms = { { .cid = CID_A },
+								    { .cid = CID_B } } };
+	const int nodes[2] = { SOCKET_ID_ANY, SOCKET_ID_ANY };
 	struct rte_mempool *mp;
 	unsigned int i;
 
@@ -325,12 +331,12 @@ int main(int argc, char **argv)
 				     (int)rte_socket_id());
 	in_a = rte_ring_create("sib_in_a", 256, (int)rte_socket_id(), RING_F_SC_DEQ);
 	in_b = rte_ring_create("sib_in_b", 256, (int)rte_socket_id(), RING_F_SC_DEQ);
-	tap_ok(mp && in_a && in_b && ep_pipe_pool_init(128, 256, (int)rte_socket_id()) == 0,
-	       "mempool, incoming rings and ring pool");
+	tap_ok(mp && in_a && in_b && ep_sibling_setup(&conf, nodes, 128) == 0 &&
+	       ep_pipe_pool_init(shares, 2, 256, (int)rte_socket_id()) == 0,
+	       "mempool, incoming rings, the VMs' table and the pipe pool");
 	ta = table(CID_A, in_a, mp);
 	tb = table(CID_B, in_b, mp);
 	if (ta && tb) {
-		/* The tables' clock (their timers' base) starts with their first poll. */
 		poll_both();
 		test_stream();
 		test_credit();
@@ -341,6 +347,7 @@ int main(int argc, char **argv)
 	conn_table_destroy(ta);
 	conn_table_destroy(tb);
 	ep_pipe_pool_fini();
+	ep_sibling_fini();
 	tap_ok(mp && rte_mempool_avail_count(mp) == 8191, "every mbuf back in the pool (%u)",
 	       mp ? rte_mempool_avail_count(mp) : 0);
 	return tap_done();

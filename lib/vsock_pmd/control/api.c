@@ -33,6 +33,8 @@
 #include "api.h"
 #include "conn.h"
 #include "device.h"
+#include "ep_pipe.h"
+#include "ep_sibling.h"
 #include "log.h"
 #include "virtq_common.h"
 #include "vsock_pkt.h"
@@ -80,6 +82,7 @@ static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 	const struct conn_stats *cs = conn_table_stats(dev->dp.conns);
 	const struct dp_stats *ds = &dev->dp.stats;
 	uint64_t ring_err[VIRTQ_ERR_MAX] = { 0 };
+	uint32_t pipes;
 	uint16_t q;
 	int e;
 
@@ -96,6 +99,8 @@ static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 	st->conns_reset = rd(&cs->conns_reset);
 	st->conns_refused = rd(&cs->conns_refused);
 	st->conns_table_full = rd(&cs->table_full);
+	ep_pipe_share_get((unsigned int)ep_sibling_index(dev->conf.cid), &pipes,
+			  &st->pipes_refused);
 	st->credit_stalls = rd(&cs->credit_stalls);
 	st->mempool_exhausted = rd(&cs->pool_empty);
 	st->rst_dropped = rd(&cs->rst_dropped);
@@ -356,6 +361,7 @@ int vsock_pmd_memory_get(struct vsock_pmd_memory *mem)
 int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 {
 	struct vsock_dev *dev;
+	uint64_t refused;
 	uint16_t q;
 	int rc = api_enter();
 
@@ -387,9 +393,12 @@ int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 		info->ring_broken[q] = __atomic_load_n(&dev->dp.vq[q].broken, __ATOMIC_RELAXED);
 	}
 	info->conns = conn_count(dev->dp.conns);
+	/* Its share is its place in the configuration, as the device's. */
+	ep_pipe_share_get(idx, &info->pipes, &refused);
 	info->tx_buffer_size = dev->conf.tx_buffer_size;
 	info->queue_size = dev->conf.queue_size;
 	info->max_conns = dev->conf.max_conns;
+	info->max_pipes = dev->conf.max_pipes;
 	info->line_timeout_ms = dev->conf.line_timeout_ms;
 	info->connect_timeout_ms = dev->conf.connect_timeout_ms;
 out:

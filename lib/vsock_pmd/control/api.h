@@ -15,7 +15,7 @@
 #define VSOCK_VM_COUNTERS(X) \
 	X(from_guest_pkts) X(from_guest_bytes) X(to_guest_pkts) X(to_guest_bytes) \
 	X(host_read_bytes) X(host_written_bytes) X(conns_opened) X(conns_closed) \
-	X(conns_reset) X(conns_refused) X(conns_table_full) X(credit_stalls) \
+	X(conns_reset) X(conns_refused) X(conns_table_full) X(pipes_refused) X(credit_stalls) \
 	X(mempool_exhausted) X(tx_backpressure) X(rx_ring_full) X(rst_dropped) \
 	X(short_packets) X(small_rx_buffers) X(errors_total)
 #define VSOCK_QUEUE_COUNTERS(X) \

@@ -706,9 +706,16 @@ static void dev_close_endpoint(struct vsock_dev *dev)
 	}
 }
 
-/* The limits a VM's configuration leaves at 0 get their defaults (vsock_pmd.h). */
-static void vm_conf_defaults(struct vsock_pmd_vm_conf *vm)
+uint32_t vm_max_pipes(const struct vsock_pmd_vm_conf *vm, unsigned int nb_vms)
 {
+	return vm->max_pipes ? vm->max_pipes :
+	       RTE_MAX(VSOCK_PMD_PIPES_DEFAULT_TOTAL / nb_vms, VSOCK_PMD_MAX_PIPES_DEFAULT_MIN);
+}
+
+/* The limits a VM's configuration leaves at 0 get their defaults (vsock_pmd.h). */
+static void vm_conf_defaults(struct vsock_pmd_vm_conf *vm, unsigned int nb_vms)
+{
+	vm->max_pipes = vm_max_pipes(vm, nb_vms);
 	if (!vm->tx_buffer_size)
 		vm->tx_buffer_size = VSOCK_PMD_TX_BUFFER_DEFAULT;
 	if (!vm->queue_size)
@@ -736,7 +743,7 @@ int vsock_devs_create(const struct vsock_pmd_conf *conf)
 		if (!dev)
 			return -ENOMEM;
 		dev->conf = conf->vms[i];
-		vm_conf_defaults(&dev->conf);
+		vm_conf_defaults(&dev->conf, conf->nb_vms);
 		dp_dev_init(&dev->dp, dev->conf.cid, conf->burst);
 		dev->listen_fd = -1;
 		dev->worker = placement_home(i);

@@ -64,6 +64,9 @@ int vsock_devs_place(const struct vsock_pmd_conf *conf, int *nodes);
  */
 int vsock_devs_create(const struct vsock_pmd_conf *conf);
 
+/** The pipes VM @p vm of @p nb_vms may hold: its max_pipes, or the default share. */
+uint32_t vm_max_pipes(const struct vsock_pmd_vm_conf *vm, unsigned int nb_vms);
+
 /** Detach every guest, unregister (and so remove) every socket and free every device. */
 void vsock_devs_destroy(void);
 

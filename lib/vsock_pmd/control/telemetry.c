@@ -186,6 +186,7 @@ static int tel_vms(const char *cmd __rte_unused, const char *params, struct rte_
 		rte_tel_data_add_dict_u64(v, "placed_lcore", vi.placed_lcore);
 		rte_tel_data_add_dict_u64(v, "features", vi.features);
 		rte_tel_data_add_dict_u64(v, "conns", vi.conns);
+		rte_tel_data_add_dict_u64(v, "pipes", vi.pipes);
 		rte_tel_data_add_dict_u64(v, "rx_ring_size", vi.ring_size[VSOCK_PMD_Q_RX]);
 		rte_tel_data_add_dict_u64(v, "tx_ring_size", vi.ring_size[VSOCK_PMD_Q_TX]);
 		rte_tel_data_add_dict_u64(v, "rx_ring_broken", vi.ring_broken[VSOCK_PMD_Q_RX]);
@@ -195,6 +196,7 @@ static int tel_vms(const char *cmd __rte_unused, const char *params, struct rte_
 		rte_tel_data_add_dict_u64(v, "tx_buffer_size", vi.tx_buffer_size);
 		rte_tel_data_add_dict_u64(v, "queue_size", vi.queue_size);
 		rte_tel_data_add_dict_u64(v, "max_conns", vi.max_conns);
+		rte_tel_data_add_dict_u64(v, "max_pipes", vi.max_pipes);
 		rte_tel_data_add_dict_u64(v, "line_timeout_ms", vi.line_timeout_ms);
 		rte_tel_data_add_dict_u64(v, "connect_timeout_ms", vi.connect_timeout_ms);
 		/* As configured: "" and -1 when the umask and the process's group decide. */

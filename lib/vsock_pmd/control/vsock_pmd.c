@@ -5,6 +5,7 @@
  * devices and their sockets.
  */
 #include <errno.h>
+#include <string.h>
 
 #include <rte_lcore.h>
 
@@ -16,6 +17,7 @@
 #include "ep_native.h"
 #include "ep_pipe.h"
 #include "ep_sibling.h"
+#include "log.h"
 #include "native_proc.h"
 #include "worker.h"
 
@@ -36,21 +38,33 @@ static bool vm_limits_valid(const struct vsock_pmd_vm_conf *vm)
 					vm->tx_buffer_size <= VSOCK_PMD_TX_BUFFER_MAX)) &&
 	       vm->queue_size <= VSOCK_PMD_QUEUE_SIZE_MAX &&
 	       vm->max_conns <= VSOCK_PMD_MAX_CONNS_MAX &&
+	       vm->max_pipes <= VSOCK_PMD_MAX_PIPES_MAX &&
 	       vm->line_timeout_ms <= VSOCK_PMD_TIMEOUT_MS_MAX &&
 	       vm->connect_timeout_ms <= VSOCK_PMD_TIMEOUT_MS_MAX;
 }
 
 /*
  * The pipes, before the connection tables: guest-to-guest routing (its rings on
- * each VM's node) and the native API (on the main lcore's).
+ * each VM's node) and the native API (on the main lcore's). The pool holds every VM's
+ * share, the incoming rings room for the whole pool.
  */
 static int endpoints_open(const struct vsock_pmd_conf *conf, const int *nodes)
 {
-	int rc = ep_sibling_setup(conf, nodes);
+	uint32_t shares[VSOCK_PMD_MAX_VMS];
+	unsigned int i, pipes = 0;
+	int rc;
 
+	for (i = 0; i < conf->nb_vms; i++) {
+		shares[i] = vm_max_pipes(&conf->vms[i], conf->nb_vms);
+		pipes += shares[i];
+	}
+	rc = ep_sibling_setup(conf, nodes, pipes);
 	if (rc == 0)
-		rc = ep_pipe_pool_init(VSOCK_NATIVE_MAX_CONNS, VSOCK_NATIVE_RING_SIZE,
+		rc = ep_pipe_pool_init(shares, conf->nb_vms, VSOCK_NATIVE_RING_SIZE,
 				       (int)rte_socket_id());
+	if (rc < 0)
+		VSOCK_LOG(ERR, "cannot create the pool of %u pipe connections (the VMs' "
+			  "max-pipes): %s", pipes, strerror(-rc));
 	if (rc == 0)
 		rc = ep_native_init((int)rte_socket_id());
 	return rc;

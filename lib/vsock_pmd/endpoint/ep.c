@@ -125,9 +125,10 @@ int ep_connect(struct ep_host *h, struct ep *e, uint64_t token, const struct ep_
 			ep_close(e, false, NULL);
 		return ret;
 	}
-	p = ep_pipe_alloc();
+	/* The guest that connects pays: its share, never the one it connects to. */
+	p = ep_pipe_alloc((unsigned int)ep_sibling_index(a->src_cid));
 	if (!p)
-		return -ENOMEM;
+		return -ENOBUFS;
 	p->src_cid = a->src_cid;
 	p->src_port = a->src_port;
 	p->dst_cid = a->dst_cid;

@@ -319,7 +319,8 @@ int vsock_native_connect(uint64_t cid, uint32_t port, int type)
 	if (!running)
 		return -ECONNREFUSED;
 	in = ep_sibling_incoming(cid);
-	p = ep_pipe_alloc();
+	/* A program's connect to a guest counts in that guest's share. */
+	p = ep_pipe_alloc((unsigned int)ep_sibling_index(cid));
 	if (!p)
 		return -ENOBUFS;
 	p->src_cid = VSOCK_HOST_CID;

@@ -10,6 +10,10 @@
  * The pool is one named memzone, so that a DPDK secondary process running the native API
  * (native_proc.c) finds it: the pipes, their rte_rings and the free list are at the same
  * addresses in every process of the group.
+ *
+ * Every pipe belongs to one VM's share (ep_pipe_alloc()'s owner), and the pool holds exactly
+ * the sum of the shares: a VM at its share is refused, and no VM can take a pipe another
+ * is owed, whatever its guest or a native program does.
  */
 #include <errno.h>
 #include <limits.h>
@@ -25,17 +29,28 @@
 #include <rte_memcpy.h>
 #include <rte_memzone.h>
 
+#include <vsock_pmd.h>
+
 #include "ep.h"
 #include "ep_pipe.h"
 
 #define POOL_MZ "vsock_ep_pool"
 #define FREE_LIST "vsock_ep_ring_free"
 
+/* One VM's share; in_use and refused change from any thread of any process. */
+struct ep_share {
+	uint32_t quota;
+	uint32_t in_use;
+	uint64_t refused;
+};
+
 /* The memzone's head; the pipes, then their rte_rings, follow it. */
 struct ep_pool {
 	unsigned int nb;
 	size_t ring_bytes;
 	struct rte_ring *free_list;
+	unsigned int nb_shares;
+	struct ep_share share[VSOCK_PMD_MAX_VMS];
 	struct ep_pipe ep[] __rte_cache_aligned;
 };
 
@@ -59,16 +74,19 @@ static void ring_drain(struct rte_ring *r)
 		rte_pktmbuf_free_bulk(m, n);
 }
 
-int ep_pipe_pool_init(unsigned int nb, unsigned int ring_size, int socket)
+int ep_pipe_pool_init(const uint32_t *quotas, unsigned int nb_shares, unsigned int ring_size,
+		      int socket)
 {
 	ssize_t sz = rte_ring_get_memsize(ring_size);
 	size_t ring_bytes, ep_bytes;
-	unsigned int i, s;
+	unsigned int i, s, nb = 0;
 	uint8_t *ring_mem;
 
 	if (pool)
 		return -EALREADY;
-	if (nb == 0 || sz < 0)
+	for (i = 0; i < nb_shares; i++)
+		nb += quotas[i];
+	if (nb == 0 || nb_shares > VSOCK_PMD_MAX_VMS || sz < 0)
 		return -EINVAL;
 	ring_bytes = RTE_ALIGN_CEIL((size_t)sz, RTE_CACHE_LINE_SIZE);
 	ep_bytes = RTE_ALIGN_CEIL(sizeof(*pool) + sizeof(pool->ep[0]) * nb, RTE_CACHE_LINE_SIZE);
@@ -80,6 +98,9 @@ int ep_pipe_pool_init(unsigned int nb, unsigned int ring_size, int socket)
 	memset(pool, 0, ep_bytes);
 	pool->nb = nb;
 	pool->ring_bytes = ring_bytes;
+	pool->nb_shares = nb_shares;
+	for (i = 0; i < nb_shares; i++)
+		pool->share[i].quota = quotas[i];
 	pool->free_list = rte_ring_create(FREE_LIST, rte_align32pow2(nb + 1), socket, 0);
 	if (!pool->free_list) {
 		ep_pipe_pool_fini();
@@ -143,12 +164,26 @@ void ep_pipe_pool_fini(void)
 	pool = NULL;
 }
 
-struct ep_pipe *ep_pipe_alloc(void)
+struct ep_pipe *ep_pipe_alloc(unsigned int owner)
 {
+	struct ep_share *sh;
 	struct ep_pipe *p;
 
-	if (!pool || rte_ring_dequeue(pool->free_list, (void **)&p) < 0)
+	if (!pool || owner >= pool->nb_shares)
 		return NULL;
+	sh = &pool->share[owner];
+	/* Taken before the pipe, given back if over: never more than the share at once. */
+	if (__atomic_add_fetch(&sh->in_use, 1, __ATOMIC_RELAXED) > sh->quota) {
+		__atomic_sub_fetch(&sh->in_use, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&sh->refused, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	/* The pool holds every share whole: a VM within its own always finds a pipe. */
+	if (rte_ring_dequeue(pool->free_list, (void **)&p) < 0) {
+		__atomic_sub_fetch(&sh->in_use, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	p->owner = (uint16_t)owner;
 	p->gen++;
 	p->flags[0] = 0;
 	p->flags[1] = 0;
@@ -206,6 +241,15 @@ void ep_pipe_release(struct ep_pipe *p, unsigned int side, uint32_t flags)
 	p->msg_head = NULL;
 	p->msg_tail = NULL;
 	rte_ring_enqueue(pool->free_list, p);
+	__atomic_sub_fetch(&pool->share[p->owner].in_use, 1, __ATOMIC_RELAXED);
+}
+
+void ep_pipe_share_get(unsigned int owner, uint32_t *in_use, uint64_t *refused)
+{
+	const struct ep_share *sh = pool && owner < pool->nb_shares ? &pool->share[owner] : NULL;
+
+	*in_use = sh ? __atomic_load_n(&sh->in_use, __ATOMIC_RELAXED) : 0;
+	*refused = sh ? __atomic_load_n(&sh->refused, __ATOMIC_RELAXED) : 0;
 }
 
 /* ---- a pipe as an endpoint (ep.h) ---- */

@@ -88,6 +88,7 @@ struct ep_pipe {
 
 	/* Pool bookkeeping. */
 	uint16_t gen;		/* bumped on every allocation: stale native handles fail */
+	uint16_t owner;		/* the VM whose share it counts in (ep_pipe_alloc()) */
 	uint32_t idx;
 	uint32_t refs;		/* sides still holding it */
 
@@ -104,10 +105,12 @@ struct ep_pipe {
 } __rte_cache_aligned;
 
 /**
- * Create the pool of @p nb pipes, each ring of @p ring_size mbufs (a power of 2), on NUMA
- * node @p socket. @return 0 or a negative errno value.
+ * Create the pool: @p nb_shares VMs, VM i's share @p quotas[i] pipes, the pool their sum;
+ * each ring of @p ring_size mbufs (a power of 2), on NUMA node @p socket.
+ * @return 0 or a negative errno value.
  */
-int ep_pipe_pool_init(unsigned int nb, unsigned int ring_size, int socket);
+int ep_pipe_pool_init(const uint32_t *quotas, unsigned int nb_shares, unsigned int ring_size,
+		      int socket);
 
 /** Free the pool; every pipe must be released (mbufs still in rings are freed). */
 void ep_pipe_pool_fini(void);
@@ -122,10 +125,14 @@ void ep_pipe_pool_detach(void);
 struct ep_pipe *ep_pipe_at(uint32_t idx);
 
 /**
- * A fresh pipe held by both sides (refs 2), empty rings, no flags. Any thread.
- * @return NULL when the pool is exhausted or missing.
+ * A fresh pipe held by both sides (refs 2), empty rings, no flags, counted in VM @p owner's
+ * share (its index in the configuration) until the last side releases it. Any thread.
+ * @return NULL when that share is used up (counted in its refused) or the pool is missing.
  */
-struct ep_pipe *ep_pipe_alloc(void);
+struct ep_pipe *ep_pipe_alloc(unsigned int owner);
+
+/** VM @p owner's pipes in use and the allocations its share refused. */
+void ep_pipe_share_get(unsigned int owner, uint32_t *in_use, uint64_t *refused);
 
 /** Wake the worker polling @p side of @p p if it sleeps: data or room for it, or flags. */
 static inline void ep_pipe_wake(struct ep_pipe *p, unsigned int side)

@@ -50,7 +50,7 @@ static struct sibling_vm *vm_by_cid(uint64_t cid)
 	return NULL;
 }
 
-int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes)
+int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes, unsigned int pipes)
 {
 	/* Group names become bits in order of first appearance. */
 	static char names[VSOCK_PMD_MAX_GROUPS][VSOCK_PMD_GROUP_NAME_MAX];
@@ -86,7 +86,7 @@ int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes)
 			v->groups |= 1ULL << bit;
 		}
 		snprintf(name, sizeof(name), "vsock_in_%" PRIu64, vc->cid);
-		v->incoming = rte_ring_create(name, EP_SIBLING_INCOMING_SIZE, nodes[i],
+		v->incoming = rte_ring_create(name, rte_align32pow2(pipes + 1), nodes[i],
 					      RING_F_SC_DEQ);
 		table->nb_vms = i + 1;
 		if (!v->incoming) {
@@ -125,6 +125,13 @@ int ep_sibling_attach(void)
 void ep_sibling_detach(void)
 {
 	table = NULL;
+}
+
+int ep_sibling_index(uint64_t cid)
+{
+	struct sibling_vm *v = vm_by_cid(cid);
+
+	return v ? (int)(v - table->vms) : -ENOENT;
 }
 
 struct rte_ring *ep_sibling_incoming(uint64_t cid)

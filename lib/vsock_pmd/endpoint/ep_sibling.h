@@ -23,14 +23,12 @@
 struct ep_waker;
 struct rte_ring;
 
-/** Connect requests (struct ep_pipe *) waiting for one VM's table. */
-#define EP_SIBLING_INCOMING_SIZE 1024
-
 /**
  * Build the table from @p conf: group names become bits, each VM gets its incoming ring
- * (MP/SC) on NUMA node @p nodes[i]. @return 0 or a negative errno value.
+ * (MP/SC) on NUMA node @p nodes[i], room for @p pipes connect requests: the whole pipe
+ * pool, so that no VM's connects can fill another's ring. @return 0 or a negative errno.
  */
-int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes);
+int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes, unsigned int pipes);
 
 /** Free the incoming rings; the tables that consumed them are gone. */
 void ep_sibling_fini(void);
@@ -40,6 +38,9 @@ int ep_sibling_attach(void);
 
 /** A secondary process: forget the table (the primary keeps it). */
 void ep_sibling_detach(void);
+
+/** VM @p cid's index in the configuration (its pipe share, ep_pipe_alloc()), or -ENOENT. */
+int ep_sibling_index(uint64_t cid);
 
 /** The incoming ring of VM @p cid (to give its connection table), or NULL. */
 struct rte_ring *ep_sibling_incoming(uint64_t cid);
