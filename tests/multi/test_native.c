@@ -5,8 +5,10 @@
  * driver to VM 3, and plays the host program on the main lcore with mbufs. Checked: accept
  * and connect (the guest's connect completes only on accept), bytes both ways end to end,
  * half-close in each direction, refusal and reset, credit stall and recovery seen as short
- * sends, SEQPACKET boundaries, many connections at once, the guest going away, and every
- * kind of misuse answered with its error code.
+ * sends, SEQPACKET boundaries, many connections at once, a listener closed while guests
+ * connect to it, the guest going away, and every kind of misuse answered with its error code.
+ * The VM's connect timeout is an hour: a guest's connect is answered by what the program
+ * does, never by a timer.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -430,6 +432,55 @@ static void test_many(void)
 	}
 }
 
+/*
+ * A listener opened and closed again and again while the guest connects to it: a worker may
+ * find the listener and be about to queue a guest's REQUEST on its accept ring just as the
+ * program closes it. None may be left on the closed listener's ring: every connect is
+ * answered (RST, or RESPONSE when accepted), and in the end the VM holds no pipe.
+ */
+static void test_listener_close_race(void)
+{
+	struct vfe_guest_conn *gc[64];
+	unsigned int i, rounds = 0, answered = 0, accepted = 0;
+	struct vsock_pmd_vm_info vi = { 0 };
+	uint64_t end = now_ms() + 1000;
+	bool ok;
+
+	while (now_ms() < end) {
+		int l = vsock_native_listen(CID, 5100), h;
+		unsigned int n = 0;
+
+		for (i = 0; i < RTE_DIM(gc); i++)
+			n += (gc[i] = vfe_guest_connect(&g, 5100, VIRTIO_VSOCK_TYPE_STREAM)) != NULL;
+		/* The worker takes the REQUESTs while the listener closes, at various points. */
+		for (i = 0; i < rounds % 64; i++)
+			vfe_guest_poll(&g);
+		if ((h = vsock_native_accept(l)) >= 0) {
+			vsock_native_close(h);
+			accepted++;
+		}
+		vsock_native_listen_close(l);
+		for (i = 0; i < RTE_DIM(gc); i++) {
+			if (!gc[i] || !WAIT(gc[i]->state != VFE_GC_CONNECTING, WAIT_MS))
+				continue;
+			answered++;
+			if (gc[i]->state == VFE_GC_ESTABLISHED) {
+				vfe_guest_shutdown(&g, gc[i], 3);
+				WAIT(gc[i]->state == VFE_GC_CLOSED, WAIT_MS);
+			}
+			vfe_guest_release(&g, gc[i]);
+		}
+		rounds++;
+	}
+	tap_ok(answered == rounds * RTE_DIM(gc),
+	       "%u rounds of %zu connects to a listener closed meanwhile: each answered (%u of "
+	       "%u; %u accepted)", rounds, RTE_DIM(gc), answered,
+	       (unsigned int)(rounds * RTE_DIM(gc)), accepted);
+	ok = WAIT(vsock_pmd_vm_info_get(0, &vi) == 0 && vi.pipes == 0 && vi.conns == 0, WAIT_MS);
+	tap_ok(ok, "no pipe left behind: the VM holds none (%u), its table is empty (%u)",
+	       vi.pipes, vi.conns);
+}
+
 static void test_misuse(void)
 {
 	struct rte_mbuf *m[1] = { NULL };
@@ -488,6 +539,7 @@ int main(int argc, char **argv)
 	vsock_pmd_conf_init(&conf);
 	conf.nb_vms = 1;
 	conf.vms[0].cid = CID;
+	conf.vms[0].connect_timeout_ms = 3600000;
 	if (!mkdtemp(dir) || !mp) {
 		tap_ok(0, "run directory and mempool");
 		return tap_done();
@@ -505,6 +557,7 @@ int main(int argc, char **argv)
 	test_seqpacket();
 	test_small_packets();
 	test_many();
+	test_listener_close_race();
 	test_misuse();
 	tap_ok(g.errors == 0, "every packet the guest got follows the protocol (%lu: %s)",
 	       (unsigned long)g.errors, g.err);

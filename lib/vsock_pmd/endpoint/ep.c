@@ -15,7 +15,9 @@
 #include <rte_ring.h>
 
 #include "ep.h"
+#include "ep_native.h"
 #include "ep_sibling.h"
+#include "vsock_pkt.h"
 
 int ep_host_init(struct ep_host *h, const char *uds_path, int listen_fd,
 		 struct rte_ring *incoming, struct ep_waker *waker)
@@ -135,8 +137,13 @@ int ep_connect(struct ep_host *h, struct ep *e, uint64_t token, const struct ep_
 	p->dst_port = a->dst_port;
 	p->type = a->type;
 	pipe_take(h, e, p, 0);
-	/* The enqueue publishes p's fields to the side that dequeues it. */
-	if (rte_ring_mp_enqueue(to, p) < 0) {
+	/*
+	 * The enqueue publishes p's fields to the side that dequeues it. A native listener's
+	 * ring (the host's CID) only while the listener is still open.
+	 */
+	if (a->dst_cid == VSOCK_HOST_CID ?
+	    ep_native_listener_enqueue(a->src_cid, a->dst_port, p) < 0 :
+	    rte_ring_mp_enqueue(to, p) < 0) {
 		/* Nobody saw it: both references go. */
 		ep_pipe_release(p, 1, EP_PIPE_RST);
 		ep_close(e, false, NULL);

@@ -44,6 +44,7 @@ struct listener {
 	uint64_t cid;
 	uint32_t port;
 	uint32_t active;	/* published with release once cid and port are set */
+	uint32_t enqueuers;	/* workers between their look at active and their enqueue */
 	uint16_t gen;
 	uint8_t owner;		/* the process that listens */
 	struct rte_ring *accept;
@@ -141,6 +142,7 @@ int ep_native_init(int socket)
 		char name[RTE_RING_NAMESIZE];
 
 		l->active = 0;
+		l->enqueuers = 0;
 		snprintf(name, sizeof(name), "vsock_accept_%u", i);
 		l->accept = rte_ring_create(name, ACCEPT_RING_SIZE, socket, RING_F_SC_DEQ);
 		if (!l->accept) {
@@ -186,6 +188,21 @@ static void accept_drain(struct listener *l)
 		ep_pipe_release(p, 1, EP_PIPE_RST);
 }
 
+/*
+ * Stop @p l: no worker enqueues on it after this returns, and whatever was queued is
+ * refused. A worker that saw it active before the store may still be enqueueing: it
+ * announced itself in enqueuers first (ep_native_listener_enqueue()), and the wait is for
+ * it, a few instructions on a lcore that never blocks.
+ */
+static void listener_stop(struct listener *l)
+{
+	/* Full fence (store->load): pairs with the enqueuer's between enqueuers and active. */
+	__atomic_store_n(&l->active, 0, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&l->enqueuers, __ATOMIC_SEQ_CST))
+		rte_pause();
+	accept_drain(l);
+}
+
 void ep_native_fini(void)
 {
 	unsigned int i;
@@ -196,28 +213,51 @@ void ep_native_fini(void)
 	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
 		struct listener *l = &region->listeners[i];
 
-		__atomic_store_n(&l->active, 0, __ATOMIC_RELEASE);
 		if (l->accept)
-			accept_drain(l);
+			listener_stop(l);
 		rte_ring_free(l->accept);
 		l->accept = NULL;
 	}
 	region = NULL;
 }
 
-struct rte_ring *ep_native_listener_ring(uint64_t cid, uint32_t port)
+/* The listener on host port @p port of VM @p cid, or NULL. */
+static struct listener *listener_find(uint64_t cid, uint32_t port)
 {
 	unsigned int i;
 
 	for (i = 0; region && i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
-		const struct listener *l = &region->listeners[i];
+		struct listener *l = &region->listeners[i];
 
 		/* Acquire pairs with the release in vsock_native_listen(): cid and port are set. */
 		if (__atomic_load_n(&l->active, __ATOMIC_ACQUIRE) && l->cid == cid &&
 		    l->port == port)
-			return l->accept;
+			return l;
 	}
 	return NULL;
+}
+
+struct rte_ring *ep_native_listener_ring(uint64_t cid, uint32_t port)
+{
+	struct listener *l = listener_find(cid, port);
+
+	return l ? l->accept : NULL;
+}
+
+int ep_native_listener_enqueue(uint64_t cid, uint32_t port, struct ep_pipe *p)
+{
+	struct listener *l = listener_find(cid, port);
+	int rc = -ECONNREFUSED;
+
+	if (!l)
+		return rc;
+	/* Full fence (store->load): pairs with listener_stop()'s between active and enqueuers. */
+	__atomic_fetch_add(&l->enqueuers, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&l->active, __ATOMIC_SEQ_CST) && l->cid == cid && l->port == port)
+		rc = rte_ring_mp_enqueue(l->accept, p) < 0 ? -ENOBUFS : 0;
+	/* Release: the enqueue is done before listener_stop() may drain the ring. */
+	__atomic_fetch_sub(&l->enqueuers, 1, __ATOMIC_RELEASE);
+	return rc;
 }
 
 int vsock_native_listen(uint64_t cid, uint32_t port)
@@ -246,8 +286,6 @@ int vsock_native_listen(uint64_t cid, uint32_t port)
 		table_unlock();
 		return -ENOSPC;
 	}
-	/* A worker may have queued a guest just as the previous listener closed. */
-	accept_drain(free_l);
 	free_l->cid = cid;
 	free_l->port = port;
 	free_l->owner = my_owner;
@@ -271,8 +309,7 @@ int vsock_native_listen_close(int lh)
 		table_unlock();
 		return -EBADF;
 	}
-	__atomic_store_n(&l->active, 0, __ATOMIC_RELEASE);
-	accept_drain(l);
+	listener_stop(l);
 	table_unlock();
 	return 0;
 }
@@ -573,8 +610,7 @@ unsigned int ep_native_release_owner(uint8_t owner, bool dead)
 		struct listener *l = &region->listeners[i];
 
 		if (l->active && l->owner == owner) {
-			__atomic_store_n(&l->active, 0, __ATOMIC_RELEASE);
-			accept_drain(l);
+			listener_stop(l);
 			n++;
 		}
 	}

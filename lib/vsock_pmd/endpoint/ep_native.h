@@ -43,4 +43,15 @@ unsigned int ep_native_release_owner(uint8_t owner, bool dead);
  */
 struct rte_ring *ep_native_listener_ring(uint64_t cid, uint32_t port);
 
+struct ep_pipe;
+
+/**
+ * Put @p p on the accept ring of the listener on host port @p port of VM @p cid, if one
+ * still listens there: against vsock_native_listen_close(), which waits for an enqueue in
+ * progress before it drains the ring, so that no pipe is ever left on the ring of a closed
+ * listener. Any worker, lock-free. @return 0, -ECONNREFUSED (no listener now) or -ENOBUFS
+ * (its ring is full).
+ */
+int ep_native_listener_enqueue(uint64_t cid, uint32_t port, struct ep_pipe *p);
+
 #endif /* VSOCK_PMD_EP_NATIVE_H */
