@@ -277,7 +277,7 @@ rg_poll(struct rawg *g)
 	uint32_t len;
 	int id;
 
-	while ((id = vfe_vq_get_used(rx, &len, &cookie)) != -EAGAIN) {
+	while (!g->rx_held && (id = vfe_vq_get_used(rx, &len, &cookie)) != -EAGAIN) {
 		uint16_t i = (uint16_t)((uintptr_t)cookie - 1);
 
 		n++;

@@ -72,6 +72,8 @@ struct rawg {
 	/** Used entries that named no chain in flight (vfe_vq_get_used -EIO). */
 	uint64_t bad_used;
 	uint64_t tx_completed;
+	/** rg_poll() leaves the rx ring alone: what the app writes fills it and stays. */
+	bool rx_held;
 	unsigned int nlog;
 	bool log_overflow;
 	struct rg_pkt log[RG_LOG_MAX];
