@@ -294,6 +294,12 @@ struct vsock_pmd_lcore_stats {
 	 * sleep's timeout.
 	 */
 	uint64_t lost_kicks;
+	/**
+	 * Sleeps (wait modes notify and adaptive) that a wake ended: the far side of a
+	 * guest-to-guest or native connection changed it (or the control side had a request)
+	 * while the worker slept, rather than a guest kick, a host socket or the timeout.
+	 */
+	uint64_t wakeups;
 	/* While record-core-cycles is on: */
 	uint64_t cycles;		/**< TSC cycles of all rounds */
 	uint64_t busy_cycles;		/**< TSC cycles of busy rounds */

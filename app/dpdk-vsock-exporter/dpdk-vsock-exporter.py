@@ -98,6 +98,8 @@ LCORE_COUNTERS = (
     ("polls", "dpdk_vsock_lcore_polls", "rounds over the lcore's VMs"),
     ("busy_polls", "dpdk_vsock_lcore_busy_polls",
      "rounds that found work (busy / polls is the lcore's utilisation)"),
+    ("wakeups", "dpdk_vsock_lcore_wakeups",
+     "sleeps ended by a pipe connection's far side (or a control request)"),
     ("lost_kicks", "dpdk_vsock_lcore_lost_kicks",
      "sleeps that ran to their timeout over a guest buffer no kick announced"),
     ("cycles_pkts", "dpdk_vsock_lcore_measured_packets",

@@ -82,6 +82,7 @@ LCORE = {
     "polls": "dpdk_vsock_lcore_polls_total",
     "busy_polls": "dpdk_vsock_lcore_busy_polls_total",
     "lost_kicks": "dpdk_vsock_lcore_lost_kicks_total",
+    "wakeups": "dpdk_vsock_lcore_wakeups_total",
     "cycles_pkts": "dpdk_vsock_lcore_measured_packets_total",
 }
 LCORE_CYCLES = {"cycles": "dpdk_vsock_lcore_measured_seconds_total",

@@ -22,7 +22,7 @@
 	X(packets) X(bursts) X(used_idx_flushes) X(interrupts) X(kicks) X(ring_errors) \
 	X(budget_cuts)
 #define VSOCK_LCORE_COUNTERS(X) \
-	X(polls) X(busy_polls) X(lost_kicks) X(cycles) X(busy_cycles) X(cycles_pkts)
+	X(polls) X(busy_polls) X(lost_kicks) X(wakeups) X(cycles) X(busy_cycles) X(cycles_pkts)
 
 /** Open the control API once the devices exist; @p burst is the configured burst size. */
 void vsock_api_open(unsigned int burst);

@@ -353,9 +353,11 @@ static void worker_sleep(struct worker *w)
 				continue;
 			if (read(dev ? dev->kick_fd[tag] : w->wake_fd, &v, sizeof(v)) != sizeof(v))
 				continue;
-			/* This worker is the counter's only writer (dp_stats.kicks). */
+			/* This worker is the counters' only writer (dp_stats.kicks, wakeups). */
 			if (dev)
 				dev->stats.kicks[tag] += v;
+			else
+				w->stats.wakeups++;
 		}
 	}
 	__atomic_store_n(&w->waker.sleeping, 0, __ATOMIC_RELAXED);
@@ -515,6 +517,7 @@ void worker_stats_read(struct worker *w, struct worker_stats *st, unsigned int *
 	st->polls = load_u64(&w->stats.polls);
 	st->busy_polls = load_u64(&w->stats.busy_polls);
 	st->lost_kicks = load_u64(&w->stats.lost_kicks);
+	st->wakeups = load_u64(&w->stats.wakeups);
 	st->cycles = load_u64(&w->stats.cycles);
 	st->busy_cycles = load_u64(&w->stats.busy_cycles);
 	st->cycles_pkts = load_u64(&w->stats.cycles_pkts);

@@ -13,6 +13,7 @@ struct worker_stats {
 	uint64_t polls;		/* rounds over its devices (not counted while paused) */
 	uint64_t busy_polls;	/* rounds that found work */
 	uint64_t lost_kicks;	/* sleeps to their timeout over a tx buffer no kick announced */
+	uint64_t wakeups;	/* sleeps the wake eventfd ended (ep_wake(), control requests) */
 	/* While record-core-cycles is on: */
 	uint64_t cycles;	/* TSC cycles of every round */
 	uint64_t busy_cycles;	/* of those, rounds that found work */
