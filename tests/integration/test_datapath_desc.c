@@ -9,7 +9,10 @@
  *  - buffers that cross the boundary of two adjacent memory regions (the app
  *    maps each region separately), one of them cutting through a header;
  *  - chains whose pieces lie in different regions with holes between them,
- *    through indirect tables.
+ *    through indirect tables;
+ *  - Linux 7's driver: rx buffers of 3776 bytes, header included (a 4 KiB page with
+ *    the skb's overhead), and a tx packet as a header descriptor and its payload's
+ *    fragments (tests/qemu's -newest suite runs that driver itself).
  * Each layout is a new attach of the frontend to the same app.
  */
 #include <errno.h>
@@ -173,6 +176,7 @@ main(void)
 	const struct vfe_guest_conf cross = {
 		.alloc = straddle_alloc, .alloc_ctx = &st,
 	};
+	const struct vfe_guest_conf linux7 = { .rx_buf_len = 3776, .tx_pieces = 4 };
 	const struct vfe_guest_conf spread = {
 		.tx_pieces = 2, .tx_indirect = true, .rx_pieces = 3, .rx_indirect = true,
 		.alloc = spread_alloc, .alloc_ctx = &sp,
@@ -186,6 +190,7 @@ main(void)
 	tap_ok(st.tx == 4 && st.rx == 3, "region boundary: %u tx and %u rx buffers cut by a "
 		"boundary", st.tx, st.rx);
 	layout("regions with holes", &holes, &spread, 5030);
+	layout("Linux 7's buffers", &flat, &linux7, 5040);
 	dp_stop(&env);
 	return tap_done();
 }
