@@ -29,7 +29,7 @@
 
 #include "conn.h"
 #include "datapath.h"
-#include "ep_pipe.h"
+#include "ep_waker.h"
 #include "log.h"
 #include "virtq.h"
 #include "worker.h"

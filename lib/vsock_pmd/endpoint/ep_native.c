@@ -487,7 +487,7 @@ int vsock_native_send_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 		for (m = pkts[i]; m; m = m->next)
 			m->packet_type = 0;
 		if (p->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
-			rte_pktmbuf_lastseg(pkts[i])->packet_type = EP_PIPE_EOM | EP_PIPE_EOR;
+			rte_pktmbuf_lastseg(pkts[i])->packet_type = MQ_EOM | MQ_EOR;
 	}
 	/* Single producer: every one of the n fits, as counted above. */
 	n = (uint16_t)rte_ring_sp_enqueue_burst(out, (void **)pkts, n, NULL);
@@ -512,7 +512,7 @@ static int recv_messages(struct ep_pipe *p, struct rte_ring *in, struct rte_mbuf
 			p->msg_head->pkt_len += m->data_len;
 		}
 		p->msg_tail = m;
-		if (m->packet_type & EP_PIPE_EOM) {
+		if (m->packet_type & MQ_EOM) {
 			pkts[got++] = p->msg_head;
 			p->msg_head = NULL;
 			p->msg_tail = NULL;

@@ -19,7 +19,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <linux/virtio_vsock.h>
 
@@ -56,9 +55,6 @@ struct ep_pool {
 
 static const struct rte_memzone *pool_mz;	/* the primary's: it frees it */
 static struct ep_pool *pool;
-
-/* This process's eventfd for each worker lcore's ep_waker, plus one (0: none known). */
-static int waker_fds[RTE_MAX_LCORE];
 
 struct ep_pipe *ep_pipe_at(uint32_t idx)
 {
@@ -196,37 +192,6 @@ struct ep_pipe *ep_pipe_alloc(unsigned int owner)
 	p->waker[1] = NULL;
 	p->refs = 2;
 	return p;
-}
-
-void ep_waker_set_fd(unsigned int lcore, int fd)
-{
-	waker_fds[lcore] = fd < 0 ? 0 : fd + 1;
-}
-
-int ep_waker_fd(unsigned int lcore)
-{
-	return lcore < RTE_MAX_LCORE ? waker_fds[lcore] - 1 : -1;
-}
-
-void ep_waker_wake(struct ep_waker *w)
-{
-	uint64_t one = 1;
-	ssize_t rc;
-	int fd;
-
-	/* The first far side to see the announcement writes; the sleeper clears it anyway. */
-	if (!__atomic_exchange_n(&w->sleeping, 0, __ATOMIC_RELAXED))
-		return;
-	/*
-	 * A process that was given no eventfd for this worker cannot wake it: the worker's
-	 * epoll timeout bounds the wait instead.
-	 */
-	fd = ep_waker_fd(w->lcore);
-	if (fd < 0)
-		return;
-	/* Only EAGAIN can fail it: the counter is full, so the worker wakes anyway. */
-	rc = write(fd, &one, sizeof(one));
-	RTE_SET_USED(rc);
 }
 
 void ep_pipe_release(struct ep_pipe *p, unsigned int side, uint32_t flags)
@@ -401,9 +366,9 @@ static void pipe_take(struct mq *q, uint32_t *held, struct rte_mbuf *m)
 			mq_push(q, m, held);
 		} else {
 			/* An empty last piece still ends the message before it. */
-			if ((m->packet_type & EP_PIPE_EOM) && tail &&
-			    !(tail->packet_type & EP_PIPE_EOM))
-				tail->packet_type |= m->packet_type & (EP_PIPE_EOM | EP_PIPE_EOR);
+			if ((m->packet_type & MQ_EOM) && tail &&
+			    !(tail->packet_type & MQ_EOM))
+				tail->packet_type |= m->packet_type & (MQ_EOM | MQ_EOR);
 			rte_pktmbuf_free_seg(m);
 		}
 		m = next;

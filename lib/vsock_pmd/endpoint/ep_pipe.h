@@ -14,7 +14,7 @@
  * consumer of r[!side], so both rings are single-producer single-consumer, and it is the only
  * writer of flags[side]. Nothing else is shared: neither side ever touches the other's state.
  *
- * Data is mbufs (chains allowed), each segment's packet_type carrying EP_PIPE_EOM on the last
+ * Data is mbufs (chains allowed), each segment's packet_type carrying MQ_EOM on the last
  * piece of a SEQPACKET message. Events are flags, ordered after the data: a side enqueues its
  * last mbufs, then sets EP_PIPE_SHUT_SEND (release); the other side, once it has loaded the
  * flag (acquire) and found the ring empty, has read everything.
@@ -26,6 +26,9 @@
 #include <rte_common.h>
 #include <rte_ring.h>
 
+#include "ep_queue.h"
+#include "ep_waker.h"
+
 /* flags[side]: what that side did. */
 #define EP_PIPE_SHUT_SEND	(1u << 0)	/* sends no more: EOF once r[side] is drained */
 #define EP_PIPE_SHUT_RCV	(1u << 1)	/* reads no more */
@@ -33,50 +36,8 @@
 #define EP_PIPE_RST		(1u << 3)	/* reset or refused: drop everything */
 #define EP_PIPE_CLOSED		(1u << 4)	/* released its side: never looks again */
 
-/* mbuf packet_type bits of a SEQPACKET message's last piece (VIRTIO_VSOCK_SEQ_EOM/EOR). */
-#define EP_PIPE_EOM		(1u << 0)
-#define EP_PIPE_EOR		(1u << 1)
-
 /* Source port the native API's connects use: above both guest ports and hybrid vsock's. */
 #define EP_PIPE_NATIVE_PORT_FIRST (1u << 31)
-
-/**
- * How a worker lcore that sleeps while idle (--wait-mode notify) is woken by the far sides
- * of its pipe connections: it sets @p sleeping, then looks at every ring once more, then
- * sleeps on its eventfd. A far side that changes a ring or a flag and then finds @p sleeping
- * set writes the eventfd. One of the two always sees the other's store (both fence in
- * between), so no change is missed; and a polling lcore costs a far side a fence and a load,
- * no syscall. The eventfd is found by @p lcore in a per-process table: a secondary process
- * has its own descriptor for it (native_proc.c).
- */
-struct ep_waker {
-	uint32_t sleeping;
-	uint32_t lcore;		/* the worker's lcore: its eventfd in ep_waker_fd() */
-};
-
-/** In this process, the worker of @p lcore is woken through eventfd @p fd (-1: none now). */
-void ep_waker_set_fd(unsigned int lcore, int fd);
-
-/** This process's eventfd for the worker of @p lcore, or -1. */
-int ep_waker_fd(unsigned int lcore);
-
-/** Slow path of ep_wake(): clear @p w->sleeping and write its eventfd once. */
-void ep_waker_wake(struct ep_waker *w);
-
-/** After a change the lcore behind @p w must see: wake it if it announced a sleep. */
-static inline void ep_wake(struct ep_waker *w)
-{
-	if (w == NULL)
-		return;
-	/*
-	 * Full fence (store->load): the ring or flag we just changed is visible before we read
-	 * sleeping. Pairs with the worker's fence between its store of sleeping and its last
-	 * look at the rings (worker_sleep()).
-	 */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&w->sleeping, __ATOMIC_RELAXED))
-		ep_waker_wake(w);
-}
 
 struct ep_pipe {
 	/* The connection, written by side 0 before it publishes the pipe. */

@@ -5,9 +5,8 @@
 /**
  * A queue of payload mbufs, one direction of one connection: what the protocol holds
  * between the guest and an endpoint (ep.h). Single-segment mbufs linked through next; a
- * SEQPACKET message's last piece carries EP_PIPE_EOM (and EP_PIPE_EOR) in packet_type,
- * the bits a pipe carries them with (ep_pipe.h), so that mbufs move between the two as
- * they are.
+ * SEQPACKET message's last piece carries MQ_EOM (and MQ_EOR) in packet_type, as a pipe
+ * carries them too (ep_pipe.h), so that mbufs move between the two as they are.
  *
  * Each mbuf in a queue also counts in a @p held counter of its owner, the mbuf quota of
  * its direction (conn.c).
@@ -16,6 +15,10 @@
 #include <stdint.h>
 
 #include <rte_mbuf.h>
+
+/* packet_type bits of a SEQPACKET message's last piece (VIRTIO_VSOCK_SEQ_EOM/EOR). */
+#define MQ_EOM		(1u << 0)
+#define MQ_EOR		(1u << 1)
 
 struct mq {
 	struct rte_mbuf *head, *tail;

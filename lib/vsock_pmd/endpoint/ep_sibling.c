@@ -17,8 +17,8 @@
 #include <rte_memzone.h>
 #include <rte_ring.h>
 
-#include "ep_pipe.h"
 #include "ep_sibling.h"
+#include "ep_waker.h"
 #include "log.h"
 
 #define TABLE_MZ "vsock_sibling"

@@ -187,7 +187,7 @@ int ep_sock_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held, u
 			io->iov[cnt++].iov_len = m->data_len;
 			want += m->data_len;
 			/* SEQPACKET: exactly one complete message per sendmsg(). */
-			if (m->packet_type & EP_PIPE_EOM) {
+			if (m->packet_type & MQ_EOM) {
 				whole = true;
 				break;
 			}
@@ -281,7 +281,7 @@ ssize_t ep_sock_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *hel
 		m->pkt_len = m->data_len;
 		left -= m->data_len;
 		if (left == 0)
-			m->packet_type = EP_PIPE_EOM | EP_PIPE_EOR;
+			m->packet_type = MQ_EOM | MQ_EOR;
 		mq_push(q, m, held);
 	}
 	return n;

@@ -35,7 +35,7 @@
 
 
 /* The guest's SEQPACKET bits travel in mbufs as they are. */
-_Static_assert(EP_PIPE_EOM == VIRTIO_VSOCK_SEQ_EOM && EP_PIPE_EOR == VIRTIO_VSOCK_SEQ_EOR,
+_Static_assert(MQ_EOM == VIRTIO_VSOCK_SEQ_EOM && MQ_EOR == VIRTIO_VSOCK_SEQ_EOR,
 	       "mbuf message bits are the header's");
 
 /* ---- credit ---- */
@@ -220,7 +220,7 @@ static int to_host_copy(struct conn_table *t, struct conn *c, const struct iovec
 	uint32_t in_tail = 0, left, nb, i, room = t->io.room;
 
 	/* Fill the tail mbuf first, unless it ends a message. */
-	if (tail && !(tail->packet_type & EP_PIPE_EOM))
+	if (tail && !(tail->packet_type & MQ_EOM))
 		in_tail = RTE_MIN((uint32_t)rte_pktmbuf_tailroom(tail), len);
 	left = len - in_tail;
 	nb = (left + room - 1) / room;
@@ -249,7 +249,7 @@ static int to_host_copy(struct conn_table *t, struct conn *c, const struct iovec
 		left -= l;
 	}
 	/* An empty last piece ends the message queued before it, if there is one. */
-	if (eom_flags && q->tail && (len || !(q->tail->packet_type & EP_PIPE_EOM)))
+	if (eom_flags && q->tail && (len || !(q->tail->packet_type & MQ_EOM)))
 		q->tail->packet_type |= eom_flags;
 	return 0;
 }
@@ -352,7 +352,7 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 	if (off < h->len || (seq && eom && c->to_host.bytes)) {
 		/* EOR too: a pipe's far side (another guest) hands it on as MSG_EOR. */
 		ret = to_host_copy(t, c, p, cnt, off, h->len - off,
-				   eom ? h->flags & (EP_PIPE_EOM | EP_PIPE_EOR) : 0);
+				   eom ? h->flags & (MQ_EOM | MQ_EOR) : 0);
 		if (ret < 0) {
 			/* Stream bytes already written must not be written twice on the retry. */
 			partial_set(t, c, done, off);
@@ -804,8 +804,8 @@ static uint32_t data_to_guest(struct conn_table *t, struct conn *c, const struct
 
 		iov_write(buf, cnt, VSOCK_HDR_SIZE + done, rte_pktmbuf_mtod(m, void *), l);
 		done += l;
-		if (l == m->data_len && (m->packet_type & EP_PIPE_EOM)) {
-			flags = m->packet_type & (EP_PIPE_EOM | EP_PIPE_EOR);
+		if (l == m->data_len && (m->packet_type & MQ_EOM)) {
+			flags = m->packet_type & (MQ_EOM | MQ_EOR);
 			break;
 		}
 	}
