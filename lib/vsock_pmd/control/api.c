@@ -48,11 +48,11 @@ _Static_assert(VSOCK_PMD_NB_QUEUES == VSOCK_NR_VQ && VSOCK_PMD_Q_RX == VSOCK_VQ_
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool live;
 
-/* Settings in force, under api_lock. */
-static unsigned int cur_burst;
-static bool paused;
-static bool record_bursts;
-static bool record_cycles;
+/* The settings an operator changes while the workers run. */
+enum live_setting { SET_BURST, SET_RECORD_BURSTS, SET_RECORD_CYCLES, SET_PAUSED, SET_MAX };
+
+/* Those in force, under api_lock. */
+static unsigned int setting[SET_MAX];
 
 /* What "clear" saw, by device and by worker index, under api_lock. */
 static struct vsock_pmd_vm_stats vm_base[VSOCK_PMD_MAX_VMS];
@@ -204,10 +204,8 @@ void vsock_api_open(unsigned int burst)
 	pthread_mutex_lock(&api_lock);
 	memset(vm_base, 0, sizeof(vm_base));
 	memset(lcore_base, 0, sizeof(lcore_base));
-	cur_burst = burst;
-	paused = false;
-	record_bursts = false;
-	record_cycles = false;
+	memset(setting, 0, sizeof(setting));
+	setting[SET_BURST] = burst;
 	live = true;
 	pthread_mutex_unlock(&api_lock);
 }
@@ -230,10 +228,10 @@ int vsock_pmd_config_get(struct vsock_pmd_config *conf)
 	vsock_devs_unlock();
 	conf->main_lcore = rte_get_main_lcore();
 	conf->nb_lcores = workers_count();
-	conf->burst = cur_burst;
-	conf->paused = paused;
-	conf->record_burst_stats = record_bursts;
-	conf->record_core_cycles = record_cycles;
+	conf->burst = setting[SET_BURST];
+	conf->paused = setting[SET_PAUSED];
+	conf->record_burst_stats = setting[SET_RECORD_BURSTS];
+	conf->record_core_cycles = setting[SET_RECORD_CYCLES];
 	conf->tsc_hz = rte_get_tsc_hz();
 	api_leave();
 	return 0;
@@ -538,80 +536,66 @@ int vsock_pmd_conns_get_all(uint64_t cid, struct vsock_pmd_conn_info **out)
 	return n;
 }
 
-int vsock_pmd_set_burst(unsigned int burst)
+/*
+ * Give every device or worker the setting @p what = @p v. Any value a worker may see is a
+ * valid one, so relaxed stores do, with no handshake; the devices' under their table's lock,
+ * so that none is being created or destroyed meanwhile.
+ */
+static int live_set(enum live_setting what, unsigned int v)
 {
 	unsigned int i;
-	int rc;
+	int rc = api_enter();
 
-	if (burst < 1 || burst > VSOCK_PMD_BURST_MAX)
-		return -EINVAL;
-	rc = api_enter();
 	if (rc < 0)
 		return rc;
 	vsock_devs_lock();
-	/* Any value the worker may see is a valid burst: no handshake needed. */
-	for (i = 0; i < vsock_devs_count(); i++)
-		__atomic_store_n(&vsock_dev_at(i)->dp.burst, burst, __ATOMIC_RELAXED);
+	for (i = 0; i < vsock_devs_count(); i++) {
+		struct dp_dev *dp = &vsock_dev_at(i)->dp;
+
+		if (what == SET_BURST)
+			__atomic_store_n(&dp->burst, v, __ATOMIC_RELAXED);
+		else if (what == SET_RECORD_BURSTS)
+			__atomic_store_n(&dp->record_bursts, v != 0, __ATOMIC_RELAXED);
+	}
 	vsock_devs_unlock();
-	if (burst != cur_burst)
-		VSOCK_LOG(INFO, "burst size %u (was %u)", burst, cur_burst);
-	cur_burst = burst;
+	for (i = 0; i < workers_count(); i++) {
+		if (what == SET_RECORD_CYCLES)
+			worker_set_record_cycles(worker_at(i), v != 0);
+		else if (what == SET_PAUSED)
+			worker_set_paused(worker_at(i), v != 0);
+	}
+	if (what == SET_BURST && v != setting[what])
+		VSOCK_LOG(INFO, "burst size %u (was %u)", v, setting[what]);
+	else if (what == SET_PAUSED && v != setting[what])
+		VSOCK_LOG(INFO, "polling %s", v ? "paused" : "resumed");
+	setting[what] = v;
 	api_leave();
 	return 0;
+}
+
+int vsock_pmd_set_burst(unsigned int burst)
+{
+	if (burst < 1 || burst > VSOCK_PMD_BURST_MAX)
+		return -EINVAL;
+	return live_set(SET_BURST, burst);
 }
 
 int vsock_pmd_set_record_burst_stats(bool on)
 {
-	unsigned int i;
-	int rc = api_enter();
-
-	if (rc < 0)
-		return rc;
-	vsock_devs_lock();
-	for (i = 0; i < vsock_devs_count(); i++)
-		__atomic_store_n(&vsock_dev_at(i)->dp.record_bursts, on, __ATOMIC_RELAXED);
-	vsock_devs_unlock();
-	record_bursts = on;
-	api_leave();
-	return 0;
+	return live_set(SET_RECORD_BURSTS, on);
 }
 
 int vsock_pmd_set_record_core_cycles(bool on)
 {
-	unsigned int i;
-	int rc = api_enter();
-
-	if (rc < 0)
-		return rc;
-	for (i = 0; i < workers_count(); i++)
-		worker_set_record_cycles(worker_at(i), on);
-	record_cycles = on;
-	api_leave();
-	return 0;
-}
-
-static int set_paused(bool on)
-{
-	unsigned int i;
-	int rc = api_enter();
-
-	if (rc < 0)
-		return rc;
-	for (i = 0; i < workers_count(); i++)
-		worker_set_paused(worker_at(i), on);
-	if (on != paused)
-		VSOCK_LOG(INFO, "polling %s", on ? "paused" : "resumed");
-	paused = on;
-	api_leave();
-	return 0;
+	return live_set(SET_RECORD_CYCLES, on);
 }
 
 int vsock_pmd_pause(void)
 {
-	return set_paused(true);
+	return live_set(SET_PAUSED, true);
 }
 
 int vsock_pmd_resume(void)
 {
-	return set_paused(false);
+	return live_set(SET_PAUSED, false);
 }
