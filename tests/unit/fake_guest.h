@@ -83,11 +83,11 @@ static inline void fake_guest_fini(void)
 /** Host address of gpa; the tests only ask for addresses they placed in memory. */
 static inline void *hva(uint64_t gpa)
 {
-	void *p = guest_mem_ptr(&mem, gpa, 1);
+	struct guest_mem_piece p;
 
-	if (p == NULL)
+	if (guest_mem_translate(&mem, gpa, 1, &p, 1) != 1)
 		abort();
-	return p;
+	return p.addr;
 }
 
 /*

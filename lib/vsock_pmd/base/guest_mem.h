@@ -107,22 +107,6 @@ static inline int guest_mem_translate(const struct guest_mem *mem, uint64_t gpa,
 	return (int)n;
 }
 
-/**
- * Host pointer for [gpa, gpa + len) if the whole range lies inside one
- * region, else NULL (also for len == 0 and wrap-around).
- */
-static inline void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len)
-{
-	const struct guest_mem_region *r;
-
-	if (len == 0)
-		return NULL;
-	r = guest_mem_find(mem, gpa);
-	if (r == NULL || len > r->size - (gpa - r->gpa))
-		return NULL;
-	return (void *)(uintptr_t)(r->hva + (gpa - r->gpa));
-}
-
 #ifdef __cplusplus
 }
 #endif
