@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <rte_config.h>
+#include <rte_common.h>
 
 #include "args.h"
 
@@ -50,48 +51,60 @@ void app_opts_init(struct app_opts *opts)
 	vsock_pmd_conf_init(&opts->pmd);
 }
 
-static int parse_u64(const char *s, uint64_t *val)
+/*
+ * Digits only: strtoull() alone would take a sign, leading spaces, "0x" and a leading 0 as
+ * octal, and "010" is 10 to vhost-device-vsock but 8 to QEMU's -device: refused, not guessed.
+ */
+int app_num_parse(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *val,
+		  char *err, size_t err_len)
 {
-	char *end;
+	char range[48] = "";
+	uint64_t v = 0;
+	const char *c;
 
-	if (*s == '\0' || *s == '-')
+	if (min != 0 || max != UINT64_MAX)
+		snprintf(range, sizeof(range), " in %" PRIu64 "..%" PRIu64, min, max);
+	if (s[0] == '0' && s[1] >= '0' && s[1] <= '9')
+		return fail(err, err_len, "%s '%s' has a leading zero: numbers are decimal here "
+			    "(QEMU would read it as octal); write it without", what, s);
+	for (c = s; *c >= '0' && *c <= '9'; c++) {
+		if (v > (UINT64_MAX - (uint64_t)(*c - '0')) / 10)
+			break;
+		v = v * 10 + (uint64_t)(*c - '0');
+	}
+	if (c == s || *c != '\0' || v < min || v > max)
+		return fail(err, err_len, "%s '%s' is not a decimal number%s", what, s, range);
+	*val = v;
+	return 0;
+}
+
+/* app_num_parse() for the unsigned int and uint32_t values of the options and keys. */
+static int num_u32(const char *what, const char *s, uint32_t min, uint32_t max, uint32_t *val,
+		   char *err, size_t err_len)
+{
+	uint64_t v;
+
+	if (app_num_parse(what, s, min, max, &v, err, err_len) < 0)
 		return -1;
-	errno = 0;
-	*val = strtoull(s, &end, 0);
-	return errno != 0 || *end != '\0' ? -1 : 0;
+	*val = (uint32_t)v;
+	return 0;
 }
 
 int app_burst_parse(const char *s, unsigned int *burst, char *err, size_t err_len)
 {
-	uint64_t v;
-
-	if (parse_u64(s, &v) < 0 || v < 1 || v > VSOCK_PMD_BURST_MAX)
-		return fail(err, err_len, "burst size '%s' is not a number in 1..%u",
-			    s, VSOCK_PMD_BURST_MAX);
-	*burst = (unsigned int)v;
-	return 0;
+	return num_u32("burst size", s, 1, VSOCK_PMD_BURST_MAX, burst, err, err_len);
 }
 
 int app_mbufs_parse(const char *s, unsigned int *mbufs, char *err, size_t err_len)
 {
-	uint64_t v;
-
-	if (parse_u64(s, &v) < 0 || v < VSOCK_PMD_MBUFS_MIN || v > VSOCK_PMD_MBUFS_MAX)
-		return fail(err, err_len, "mbufs per VM '%s' is not a number in %u..%u",
-			    s, VSOCK_PMD_MBUFS_MIN, VSOCK_PMD_MBUFS_MAX);
-	*mbufs = (unsigned int)v;
-	return 0;
+	return num_u32("mbufs per VM", s, VSOCK_PMD_MBUFS_MIN, VSOCK_PMD_MBUFS_MAX, mbufs, err,
+		       err_len);
 }
 
 int app_stats_period_parse(const char *s, unsigned int *period, char *err, size_t err_len)
 {
-	uint64_t v;
-
-	if (parse_u64(s, &v) < 0 || v < 1 || v > APP_STATS_PERIOD_MAX)
-		return fail(err, err_len, "statistics period '%s' is not a number of seconds "
-			    "in 1..%u", s, APP_STATS_PERIOD_MAX);
-	*period = (unsigned int)v;
-	return 0;
+	return num_u32("statistics period (seconds)", s, 1, APP_STATS_PERIOD_MAX, period, err,
+		       err_len);
 }
 
 static int copy_path(char *dst, const char *val, const char *key, size_t max,
@@ -129,19 +142,6 @@ static int add_group(struct vsock_pmd_vm_conf *vm, const char *name, char *err, 
 		return fail(err, err_len, "--vm: at most %d groups per VM",
 			    VSOCK_PMD_MAX_VM_GROUPS);
 	memcpy(vm->groups[vm->nb_groups++], name, len + 1);
-	return 0;
-}
-
-/* A per-VM limit (vsock_pmd.h) from a --vm key. */
-static int parse_limit(const char *key, const char *val, uint64_t min, uint64_t max,
-		       uint32_t *out, char *err, size_t err_len)
-{
-	uint64_t v;
-
-	if (parse_u64(val, &v) < 0 || v < min || v > max)
-		return fail(err, err_len, "--vm: %s '%s' is not a number in %" PRIu64 "..%" PRIu64,
-			    key, val, min, max);
-	*out = (uint32_t)v;
 	return 0;
 }
 
@@ -185,19 +185,62 @@ static int parse_socket_mode(const char *val, uint32_t *mode, char *err, size_t 
 static int parse_socket_group(const char *val, uint32_t *gid, char *err, size_t err_len)
 {
 	struct group gr, *res = NULL;
-	char buf[4096], *end;
-	unsigned long v;
+	char buf[4096];
+	uint32_t v;
 
-	errno = 0;
-	v = strtoul(val, &end, 10);
-	if (*val >= '0' && *val <= '9' && *end == '\0' && errno == 0 && v <= UINT32_MAX)
+	if (val[strspn(val, "0123456789")] == '\0') {
+		if (num_u32("--vm: socket-group (gid)", val, 0, UINT32_MAX, &v, err, err_len) < 0)
+			return -1;
 		getgrgid_r((gid_t)v, &gr, buf, sizeof(buf), &res);
-	else if (*val != '\0')
+	} else {
 		getgrnam_r(val, &gr, buf, sizeof(buf), &res);
+	}
 	if (res == NULL)
 		return fail(err, err_len, "--vm: socket-group '%s' is not a group name or gid "
 			    "on this host", val);
 	*gid = (uint32_t)res->gr_gid;
+	return 0;
+}
+
+/* The --vm keys that are per-VM limits (vsock_pmd.h): their range and their field. */
+static const struct limit_key {
+	const char *key;
+	uint32_t min, max;
+	size_t off;
+	/* vhost-device-vsock's key: its defaults may differ from ours. */
+	bool peer;
+} limit_keys[] = {
+	{ "tx-buffer-size", VSOCK_PMD_TX_BUFFER_MIN, VSOCK_PMD_TX_BUFFER_MAX,
+	  offsetof(struct vsock_pmd_vm_conf, tx_buffer_size), true },
+	{ "queue-size", 1, VSOCK_PMD_QUEUE_SIZE_MAX,
+	  offsetof(struct vsock_pmd_vm_conf, queue_size), true },
+	{ "max-connections", 1, VSOCK_PMD_MAX_CONNS_MAX,
+	  offsetof(struct vsock_pmd_vm_conf, max_conns), false },
+	{ "max-pipes", 1, VSOCK_PMD_MAX_PIPES_MAX,
+	  offsetof(struct vsock_pmd_vm_conf, max_pipes), false },
+	{ "line-timeout-ms", 1, VSOCK_PMD_TIMEOUT_MS_MAX,
+	  offsetof(struct vsock_pmd_vm_conf, line_timeout_ms), false },
+	{ "connect-timeout-ms", 1, VSOCK_PMD_TIMEOUT_MS_MAX,
+	  offsetof(struct vsock_pmd_vm_conf, connect_timeout_ms), false },
+};
+
+/* @p key of limit_keys into @p vm: 1 when applied, 0 when @p key is no limit, or -1. */
+static int vm_limit_set(struct vsock_pmd_vm_conf *vm, const char *key, const char *val,
+			bool *peer, char *err, size_t err_len)
+{
+	const struct limit_key *l;
+	char what[48];
+
+	for (l = limit_keys; l < limit_keys + RTE_DIM(limit_keys); l++) {
+		if (strcmp(key, l->key) != 0)
+			continue;
+		snprintf(what, sizeof(what), "--vm: %s", key);
+		if (num_u32(what, val, l->min, l->max, (uint32_t *)((char *)vm + l->off), err,
+			    err_len) < 0)
+			return -1;
+		*peer |= l->peer;
+		return 1;
+	}
 	return 0;
 }
 
@@ -208,8 +251,9 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 	struct vsock_pmd_conf *conf = &opts->pmd;
 	struct vsock_pmd_vm_conf vm = { 0 };
 	bool have_cid = false;
-	char buf[1024];
+	char buf[1024], what[48];
 	char *save, *item;
+	int rc;
 
 	if (conf->nb_vms == VSOCK_PMD_MAX_VMS)
 		return fail(err, err_len, "--vm: at most %d VMs", VSOCK_PMD_MAX_VMS);
@@ -226,10 +270,17 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 		/* vhost-device-vsock takes every key with '-' or '_': so do we. */
 		for (char *k = item; *k; k++)
 			*k = *k == '_' ? '-' : *k;
-		if (strcmp(item, "cid") == 0) {
-			if (parse_u64(val, &vm.cid) < 0)
-				return fail(err, err_len, "--vm: cid '%s' is not a number", val);
+		rc = vm_limit_set(&vm, item, val, &peer, err, err_len);
+		if (rc < 0)
+			return -1;
+		if (rc > 0)
+			continue;
+		if (strcmp(item, "cid") == 0 || strcmp(item, "guest-cid") == 0) {
+			snprintf(what, sizeof(what), "--vm: %s", item);
+			if (app_num_parse(what, val, 0, UINT64_MAX, &vm.cid, err, err_len) < 0)
+				return -1;
 			have_cid = true;
+			peer |= strcmp(item, "guest-cid") == 0;
 		} else if (strcmp(item, "socket") == 0) {
 			if (copy_path(vm.socket_path, val, "socket", VSOCK_PMD_PATH_MAX,
 				      err, err_len) < 0)
@@ -239,13 +290,10 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 				      VSOCK_PMD_PATH_MAX - UDS_PORT_SUFFIX_MAX, err, err_len) < 0)
 				return -1;
 		} else if (strcmp(item, "lcore") == 0) {
-			uint64_t lcore;
-
-			if (parse_u64(val, &lcore) < 0 || lcore >= RTE_MAX_LCORE)
-				return fail(err, err_len, "--vm: lcore '%s' is not a number "
-					    "below %d", val, RTE_MAX_LCORE);
+			if (num_u32("--vm: lcore", val, 0, RTE_MAX_LCORE - 1, &vm.lcore, err,
+				    err_len) < 0)
+				return -1;
 			vm.pinned = true;
-			vm.lcore = (unsigned int)lcore;
 		} else if (strcmp(item, "group") == 0) {
 			if (add_group(&vm, val, err, err_len) < 0)
 				return -1;
@@ -253,11 +301,6 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 			if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
 				return fail(err, err_len, "--vm: client '%s' is not 0 or 1", val);
 			vm.client = val[0] == '1';
-		} else if (strcmp(item, "guest-cid") == 0) {
-			if (parse_u64(val, &vm.cid) < 0)
-				return fail(err, err_len, "--vm: guest-cid '%s' is not a number",
-					    val);
-			have_cid = peer = true;
 		} else if (strcmp(item, "uds-path") == 0) {
 			if (copy_path(vm.uds_path, val, "uds-path",
 				      VSOCK_PMD_PATH_MAX - UDS_PORT_SUFFIX_MAX, err, err_len) < 0)
@@ -267,32 +310,6 @@ int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_le
 			if (add_groups(&vm, val, err, err_len) < 0)
 				return -1;
 			peer = true;
-		} else if (strcmp(item, "tx-buffer-size") == 0) {
-			if (parse_limit(item, val, VSOCK_PMD_TX_BUFFER_MIN, VSOCK_PMD_TX_BUFFER_MAX,
-					&vm.tx_buffer_size, err, err_len) < 0)
-				return -1;
-			peer = true;
-		} else if (strcmp(item, "queue-size") == 0) {
-			if (parse_limit(item, val, 1, VSOCK_PMD_QUEUE_SIZE_MAX, &vm.queue_size,
-					err, err_len) < 0)
-				return -1;
-			peer = true;
-		} else if (strcmp(item, "max-connections") == 0) {
-			if (parse_limit(item, val, 1, VSOCK_PMD_MAX_CONNS_MAX, &vm.max_conns,
-					err, err_len) < 0)
-				return -1;
-		} else if (strcmp(item, "max-pipes") == 0) {
-			if (parse_limit(item, val, 1, VSOCK_PMD_MAX_PIPES_MAX, &vm.max_pipes,
-					err, err_len) < 0)
-				return -1;
-		} else if (strcmp(item, "line-timeout-ms") == 0) {
-			if (parse_limit(item, val, 1, VSOCK_PMD_TIMEOUT_MS_MAX, &vm.line_timeout_ms,
-					err, err_len) < 0)
-				return -1;
-		} else if (strcmp(item, "connect-timeout-ms") == 0) {
-			if (parse_limit(item, val, 1, VSOCK_PMD_TIMEOUT_MS_MAX,
-					&vm.connect_timeout_ms, err, err_len) < 0)
-				return -1;
 		} else if (strcmp(item, "forward-cid") == 0 || strcmp(item, "forward-listen") == 0) {
 			return fail(err, err_len, "--vm: %s= (vhost-device-vsock's AF_VSOCK "
 				    "forwarding backend) is not supported: give the VM a uds-path= "
@@ -359,13 +376,8 @@ int app_wait_mode_parse(const char *s, enum vsock_pmd_wait_mode *mode, char *err
 
 int app_idle_us_parse(const char *s, unsigned int *idle_us, char *err, size_t err_len)
 {
-	uint64_t v;
-
-	if (parse_u64(s, &v) < 0 || v < 1 || v > VSOCK_PMD_IDLE_US_MAX)
-		return fail(err, err_len, "idle time '%s' is not a number of microseconds in 1..%u",
-			    s, VSOCK_PMD_IDLE_US_MAX);
-	*idle_us = (unsigned int)v;
-	return 0;
+	return num_u32("idle time (microseconds)", s, 1, VSOCK_PMD_IDLE_US_MAX, idle_us, err,
+		       err_len);
 }
 
 const struct option app_long_opts[] = {
@@ -553,7 +565,7 @@ int app_opts_validate(const struct app_opts *opts, char *err, size_t err_len)
 
 		if (cid_reserved(a->cid))
 			return fail(err, err_len, "VM cid %" PRIu64 " is reserved or out of range "
-				    "(0, 1, 2 and 0xffffffff and above cannot be guest CIDs)", a->cid);
+				    "(0, 1, 2 and 4294967295 and above cannot be guest CIDs)", a->cid);
 		if (strcmp(a->socket_path, a->uds_path) == 0)
 			return fail(err, err_len, "VM cid %" PRIu64 ": socket and uds are the same "
 				    "path '%s'", a->cid, a->uds_path);

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <vsock_pmd.h>
 
@@ -73,6 +74,16 @@ bool app_opt_known(const char *name);
  * '_' for '-' in every key), and refuses its forward-cid/forward-listen by name.
  */
 int app_vm_add(const char *spec, struct app_opts *opts, char *err, size_t err_len);
+
+/**
+ * The one number parser of the command line, the config files and the console: decimal
+ * digits only (no sign, space or "0x"), in @p min..@p max. A leading zero is refused, not
+ * read: vhost-device-vsock reads "010" as 10, QEMU's -device as octal 8. @p what names the
+ * value in the message ("burst size", "--vm: cid").
+ * @return 0 with *val set, or -1 with @p err filled.
+ */
+int app_num_parse(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *val,
+		  char *err, size_t err_len);
 
 /** Parse a burst size (1..VSOCK_PMD_BURST_MAX). */
 int app_burst_parse(const char *s, unsigned int *burst, char *err, size_t err_len);

@@ -20,6 +20,7 @@
 
 #include <vsock_pmd.h>
 
+#include "args.h"
 #include "console.h"
 #include "display.h"
 
@@ -143,18 +144,16 @@ static void cmd_help(void *res __rte_unused, struct cmdline *cl __rte_unused,
  */
 static int parse_cid(const char *word, bool all_ok, uint64_t *cid)
 {
-	char *end;
+	char err[APP_ERR_LEN];
 
 	if (all_ok && strcmp(word, "all") == 0) {
 		*cid = VSOCK_PMD_CID_ALL;
 		return 0;
 	}
-	errno = 0;
-	*cid = strtoull(word, &end, 0);
-	if (word[0] != '\0' && word[0] != '-' && *end == '\0' && errno == 0)
+	if (app_num_parse("CID", word, 0, UINT64_MAX, cid, err, sizeof(err)) == 0)
 		return 0;
-	printf("Bad argument '%s': expected %sa VM's CID (a number, see show config)\n", word,
-	       all_ok ? "all or " : "");
+	printf("Bad argument '%s': expected %sa VM's CID (see show config): %s\n", word,
+	       all_ok ? "all or " : "", err);
 	return -1;
 }
 
@@ -188,15 +187,11 @@ static void cmd_show_conn_from(void *res, struct cmdline *cl __rte_unused,
 			       void *data __rte_unused)
 {
 	const char *word = ((const struct words *)res)->w[3];
-	unsigned long start;
-	uint64_t cid;
-	char *end;
+	char err[APP_ERR_LEN];
+	uint64_t start, cid;
 
-	errno = 0;
-	start = strtoul(word, &end, 10);
-	if (word[0] < '0' || word[0] > '9' || *end != '\0' || errno != 0 || start > UINT32_MAX)
-		printf("Bad argument '%s': expected the first row to show (a number from 0)\n",
-		       word);
+	if (app_num_parse("first row", word, 0, UINT32_MAX, &start, err, sizeof(err)) < 0)
+		printf("Bad argument '%s': expected the first row to show: %s\n", word, err);
 	else if (parse_cid(((const struct words *)res)->w[2], false, &cid) == 0)
 		display_conns(cid, (unsigned int)start);
 	done();
@@ -236,24 +231,20 @@ static void cmd_clear_stats(void *res, struct cmdline *cl __rte_unused, void *da
 static void cmd_set_burst(void *res, struct cmdline *cl __rte_unused, void *data __rte_unused)
 {
 	const char *word = ((const struct words *)res)->w[2];
-	unsigned long n;
-	char *end;
+	char err[APP_ERR_LEN];
+	unsigned int n;
 	int rc;
 
-	errno = 0;
-	n = strtoul(word, &end, 10);
-	if (word[0] == '\0' || word[0] == '-' || *end != '\0' || errno != 0 || n < 1 ||
-	    n > VSOCK_PMD_BURST_MAX) {
-		printf("Bad burst size '%s': it must be a number in 1..%u\n", word,
-		       VSOCK_PMD_BURST_MAX);
+	if (app_burst_parse(word, &n, err, sizeof(err)) < 0) {
+		printf("Bad %s\n", err);
 		done();
 		return;
 	}
-	rc = vsock_pmd_set_burst((unsigned int)n);
+	rc = vsock_pmd_set_burst(n);
 	if (rc < 0)
 		printf("Cannot set the burst size: %s\n", strerror(-rc));
 	else
-		printf("Burst size set to %lu packets\n", n);
+		printf("Burst size set to %u packets\n", n);
 	done();
 }
 

@@ -71,7 +71,7 @@ static void usage(const char *prog)
 {
 	printf("Usage: %s [EAL options] -- [options]\n"
 	       "  --vm cid=N,socket=PATH,uds=PATH  serve one VM (repeatable)\n"
-	       "        cid     the guest's context ID (3..0xfffffffe)\n"
+	       "        cid     the guest's context ID (3..4294967294)\n"
 	       "        socket  vhost-user socket QEMU connects to\n"
 	       "        uds     hybrid vsock Unix socket for host programs\n"
 	       "        lcore=N optional: poll this VM on worker lcore N (default: balanced)\n"

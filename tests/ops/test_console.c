@@ -91,8 +91,20 @@ test_commands(void)
 	tap_ok(ops_cmd(&env, "show conn", "Bad arguments", MS, NULL), "missing argument");
 	tap_ok(ops_cmd(&env, "show conn 3 x", "Bad argument 'x': expected the first row", MS,
 		NULL), "show conn: a word where the first row belongs");
-	tap_ok(ops_cmd(&env, "set burst 0", "Bad burst size '0': it must be a number in 1..512",
+	tap_ok(ops_cmd(&env, "set burst 0", "Bad burst size '0' is not a decimal number in 1..512",
 		MS, NULL), "burst 0 refused");
+	/* Numbers are decimal, as on the command line: never octal or hexadecimal. */
+	tap_ok(ops_cmd(&env, "set burst 010", "Bad burst size '010' has a leading zero", MS,
+		NULL), "burst 010 refused, not read as 10 or 8");
+	tap_ok(ops_cmd(&env, "show vm stats 03", "Bad argument '03'", MS, &mark) &&
+		ops_log_has(&env, mark, "CID '03' has a leading zero") &&
+		!ops_log_has(&env, mark, "VM statistics for CID 3"),
+		"show vm stats 03 refused, not read as VM 3");
+	tap_ok(ops_cmd(&env, "clear stats 0x3", "Bad argument '0x3'", MS, &mark) &&
+		ops_log_has(&env, mark, "CID '0x3' is not a decimal number") &&
+		!ops_log_has(&env, mark, "cleared"), "clear stats 0x3 refused, not read as VM 3");
+	tap_ok(ops_cmd(&env, "show conn 3 01", "Bad argument '01': expected the first row", MS,
+		NULL), "show conn 3 01 refused");
 	tap_ok(ops_cmd(&env, "set burst 513", "Bad burst size '513'", MS, NULL),
 		"burst 513 refused");
 	tap_ok(ops_cmd(&env, "set record-core-cycles maybe", "Bad argument 'maybe'", MS, NULL),

@@ -65,7 +65,7 @@ static void test_good(void)
 	vm_arg(b, sizeof(b), 0x10, "");
 	snprintf(cmd, sizeof(cmd), "%s %s --burst 512", a, b);
 	tap_ok(run(&opts, cmd) == 0 && opts.pmd.nb_vms == 2 && opts.pmd.vms[1].cid == 16 &&
-	       opts.pmd.burst == 512, "two VMs (hex cid) and burst 512");
+	       opts.pmd.burst == 512, "two VMs and burst 512");
 
 	snprintf(cmd, sizeof(cmd), "--vm uds=%s/u,cid=4294967294,socket=%s/s", dir, dir);
 	tap_ok(run(&opts, cmd) == 0 && opts.pmd.vms[0].cid == 0xfffffffeULL,
@@ -88,14 +88,14 @@ static void test_bad_args(void)
 		vm_arg(a, sizeof(a), cid, "");
 		bad(a, "reserved");
 	}
-	snprintf(a, sizeof(a), "--vm cid=0xffffffff,socket=%s/s,uds=%s/u", dir, dir);
+	snprintf(a, sizeof(a), "--vm cid=4294967295,socket=%s/s,uds=%s/u", dir, dir);
 	bad(a, "reserved");
-	snprintf(a, sizeof(a), "--vm cid=0x100000003,socket=%s/s,uds=%s/u", dir, dir);
+	snprintf(a, sizeof(a), "--vm cid=4294967299,socket=%s/s,uds=%s/u", dir, dir);
 	bad(a, "out of range");
 	snprintf(a, sizeof(a), "--vm cid=-3,socket=%s/s,uds=%s/u", dir, dir);
-	bad(a, "cid '-3' is not a number");
+	bad(a, "cid '-3' is not a decimal number");
 	snprintf(a, sizeof(a), "--vm cid=3x,socket=%s/s,uds=%s/u", dir, dir);
-	bad(a, "cid '3x' is not a number");
+	bad(a, "cid '3x' is not a decimal number");
 	vm_arg(a, sizeof(a), 3, ",colour=blue");
 	bad(a, "unknown key 'colour'");
 	vm_arg(a, sizeof(a), 3, ",oops");
@@ -148,7 +148,7 @@ static void test_more_options(void)
 	tap_ok(run(&opts, a) == 0 && !opts.pmd.vms[0].pinned && opts.pmd.vms[0].nb_groups == 0,
 	       "no lcore= means balanced, no group= means no sibling");
 	vm_arg(a, sizeof(a), 3, ",lcore=x");
-	bad(a, "lcore 'x' is not a number");
+	bad(a, "lcore 'x' is not a decimal number");
 	vm_arg(a, sizeof(a), 3, ",group=");
 	bad(a, "group name '' must have 1 to");
 	vm_arg(a, sizeof(a), 3, ",group=a/b");
@@ -161,13 +161,13 @@ static void test_more_options(void)
 	       opts.pmd.wait_mode == VSOCK_PMD_WAIT_NOTIFY && opts.stats_period == 5,
 	       "--mbufs, --used-publish, --wait-mode, --stats-period parsed: %s", err);
 	snprintf(cmd, sizeof(cmd), "%s --mbufs 1", a);
-	bad(cmd, "mbufs per VM '1' is not a number in");
+	bad(cmd, "mbufs per VM '1' is not a decimal number in");
 	snprintf(cmd, sizeof(cmd), "%s --used-publish sometimes", a);
 	bad(cmd, "used publication 'sometimes'");
 	snprintf(cmd, sizeof(cmd), "%s --wait-mode nap", a);
 	bad(cmd, "wait mode 'nap'");
 	snprintf(cmd, sizeof(cmd), "%s --stats-period 0", a);
-	bad(cmd, "statistics period '0'");
+	bad(cmd, "statistics period (seconds) '0'");
 }
 
 static void test_paths(void)
@@ -321,7 +321,7 @@ static void test_peer_keys(void)
 	snprintf(a, sizeof(a), "--guest-cid=5 --socket=%s/s --forward-cid=1", dir);
 	bad(a, "--forward-cid (vhost-device-vsock's");
 	snprintf(a, sizeof(a), "--vm guest-cid=x,socket=%s/s,uds-path=%s/u", dir, dir);
-	bad(a, "guest-cid 'x' is not a number");
+	bad(a, "guest-cid 'x' is not a decimal number");
 	snprintf(a, sizeof(a), "--vm guest-cid=3,socket=%s/s,uds-path=%s/u,groups=a++b", dir, dir);
 	bad(a, "joined by '+'");
 	snprintf(a, sizeof(a), "--vm guest-cid=3,socket=%s/s,uds-path=%s/u,groups=a+", dir, dir);
@@ -334,14 +334,14 @@ static void test_peer_keys(void)
 	bad(a, "missing uds= (uds-path=)");
 
 	static const struct { const char *kv, *msg; } limits[] = {
-		{ "tx-buffer-size=1023", "tx-buffer-size '1023' is not a number in 1024..67108864" },
-		{ "tx-buffer-size=67108865", "tx-buffer-size '67108865' is not a number in" },
+		{ "tx-buffer-size=1023", "tx-buffer-size '1023' is not a decimal number in 1024..67108864" },
+		{ "tx-buffer-size=67108865", "tx-buffer-size '67108865' is not a decimal number in" },
 		{ "tx-buffer-size=64k", "tx-buffer-size '64k'" },
-		{ "queue-size=0", "queue-size '0' is not a number in 1..32768" },
+		{ "queue-size=0", "queue-size '0' is not a decimal number in 1..32768" },
 		{ "queue-size=32769", "queue-size '32769'" },
-		{ "max-connections=0", "max-connections '0' is not a number in 1..16384" },
+		{ "max-connections=0", "max-connections '0' is not a decimal number in 1..16384" },
 		{ "max-connections=16385", "max-connections '16385'" },
-		{ "line-timeout-ms=0", "line-timeout-ms '0' is not a number in 1..3600000" },
+		{ "line-timeout-ms=0", "line-timeout-ms '0' is not a decimal number in 1..3600000" },
 		{ "connect-timeout-ms=-5", "connect-timeout-ms '-5'" },
 	};
 	for (unsigned int i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
@@ -406,13 +406,77 @@ static void test_yaml(void)
 	bad_yaml("vms:\n  - guest_cid: 3\n    colour: blue\n", "bad.yaml:2:5: vms[0]: unknown "
 		 "key 'colour'");
 	bad_yaml("vms:\n  - guest_cid: 3\n    socket: /tmp/a\n    uds_path: /tmp/b\n"
-		 "    queue_size: 99999\n", "vms[0]: queue-size '99999' is not a number in");
+		 "    queue_size: 99999\n", "vms[0]: queue-size '99999' is not a decimal number in");
 	bad_yaml("vms:\n  - guest_cid: 3\n    forward-cid: 1\n", "vms[0]: forward-cid= (");
 	bad_yaml("vms:\n  - &a {guest_cid: 3}\n  - *a\n", "bad.yaml:3:5: aliases");
 	bad_yaml("vms:\n  - guest_cid: 3\n---\nvms: []\n", "one document only");
 	bad_yaml("vms: [\n", "bad.yaml:2:1:");
 	bad_yaml("frobnicate: 1\nvms:\n  - guest_cid: 3\n", "bad.yaml:1:1: unknown key "
 		 "'frobnicate'");
+}
+
+/*
+ * Every number is decimal: one that looks octal or hexadecimal, or has a sign, is
+ * refused with a message, wherever it is given (option, key, their key and option, config
+ * file, YAML), never read in another base.
+ */
+static void test_decimal(void)
+{
+	static const struct { const char *extra, *msg; } forms[] = {
+		{ "--burst 032", "burst size '032' has a leading zero" },
+		{ "--burst 0x20", "burst size '0x20' is not a decimal number in 1..512" },
+		{ "--burst +32", "burst size '+32' is not a decimal number" },
+		{ "--mbufs 01024", "mbufs per VM '01024' has a leading zero" },
+		{ "--stats-period 010", "statistics period (seconds) '010' has a leading zero" },
+		{ "--wait-mode adaptive --idle-us 0x10", "idle time (microseconds) '0x10' is not" },
+	};
+	static const struct { const char *kv, *msg; } keys[] = {
+		{ "cid=010", "--vm: cid '010' has a leading zero" },
+		{ "cid=0x10", "--vm: cid '0x10' is not a decimal number" },
+		{ "cid=+10", "--vm: cid '+10' is not a decimal number" },
+		{ "cid=1e3", "--vm: cid '1e3' is not a decimal number" },
+		{ "cid=18446744073709551626", "cid '18446744073709551626' is not a decimal number" },
+		{ "guest_cid=010", "--vm: guest-cid '010' has a leading zero" },
+		{ "lcore=01", "--vm: lcore '01' has a leading zero" },
+		{ "max-connections=0100", "--vm: max-connections '0100' has a leading zero" },
+		{ "queue_size=0x100", "--vm: queue-size '0x100' is not a decimal number" },
+		{ "socket-group=00", "--vm: socket-group (gid) '00' has a leading zero" },
+	};
+	struct app_opts opts;
+	char a[512], cmd[768], text[512];
+	unsigned int i;
+
+	vm_arg(a, sizeof(a), 3, "");
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "%s %s", a, forms[i].extra);
+		bad(cmd, forms[i].msg);
+	}
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "--vm socket=%s/s,uds=%s/u,%s", dir, dir, keys[i].kv);
+		bad(cmd, keys[i].msg);
+	}
+	snprintf(cmd, sizeof(cmd), "--guest-cid=010 --socket=%s/s --uds-path=%s/u", dir, dir);
+	bad(cmd, "guest-cid '010' has a leading zero");
+	snprintf(text, sizeof(text), "vm cid=010,socket=%s/s,uds=%s/u\n", dir, dir);
+	tap_ok(load(&opts, "octal.conf", text) < 0 &&
+	       strstr(err, "octal.conf:1: --vm: cid '010' has a leading zero"),
+	       "config file: cid=010 refused: %s", err);
+	snprintf(text, sizeof(text), "vms:\n  - guest_cid: 010\n    socket: %s/s\n"
+		 "    uds_path: %s/u\n", dir, dir);
+	tap_ok(load(&opts, "octal.yaml", text) < 0 &&
+	       strstr(err, "vms[0]: guest-cid '010' has a leading zero"),
+	       "YAML: guest_cid: 010 refused: %s", err);
+	snprintf(text, sizeof(text), "vms:\n  - guest_cid: 0x10\n    socket: %s/s\n"
+		 "    uds_path: %s/u\n", dir, dir);
+	tap_ok(load(&opts, "hex.yaml", text) < 0 &&
+	       strstr(err, "vms[0]: guest-cid '0x10' is not a decimal number"),
+	       "YAML: guest_cid: 0x10 refused: %s", err);
+
+	/* Zero itself is a number, and a decimal one is read as written. */
+	snprintf(cmd, sizeof(cmd), "--vm cid=10,socket=%s/s,uds=%s/u,lcore=0,max-connections=100",
+		 dir, dir);
+	tap_ok(run(&opts, cmd) == 0 && opts.pmd.vms[0].cid == 10 && opts.pmd.vms[0].lcore == 0 &&
+	       opts.pmd.vms[0].max_conns == 100, "cid=10 is 10, lcore=0 is 0: %s", err);
 }
 
 int main(void)
@@ -432,6 +496,7 @@ int main(void)
 	test_config();
 	test_peer_keys();
 	test_yaml();
+	test_decimal();
 	rc = tap_done();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
