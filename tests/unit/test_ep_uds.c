@@ -5,14 +5,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "ep_uds.h"
+#include "path_check.h"
 #include "tap.h"
 
 static int parse(const char *s, uint32_t *port)
@@ -178,6 +181,45 @@ static void test_sockets(const char *dir)
 	       ep_uds_listen(longp) == -ENAMETOOLONG, "path longer than sun_path: -ENAMETOOLONG");
 }
 
+/* Only a socket is ever removed from where a listener goes; anything else is refused. */
+static void test_listen_path(const char *dir)
+{
+	char file[128], link[128], sock[128], dangling[128];
+	struct stat st;
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/file.vsock", dir);
+	fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	tap_ok(fd >= 0 && write(fd, "keep me", 7) == 7 && close(fd) == 0, "a regular file");
+	tap_ok(ep_uds_listen(file) == -EEXIST && path_holds(file, "keep me"),
+	       "listen where a regular file is: -EEXIST, the file untouched");
+
+	snprintf(link, sizeof(link), "%s/link.vsock", dir);
+	tap_ok(symlink(file, link) == 0 && ep_uds_listen(link) == -EEXIST &&
+	       path_links_to(link, file) && path_holds(file, "keep me"),
+	       "listen where a symlink to a file is: -EEXIST, the link and its target untouched");
+
+	snprintf(sock, sizeof(sock), "%s/target.sock", dir);
+	fd = ep_uds_listen(sock);
+	close(fd);
+	snprintf(link, sizeof(link), "%s/sock-link.vsock", dir);
+	tap_ok(fd >= 0 && symlink(sock, link) == 0 && ep_uds_listen(link) == -EEXIST &&
+	       path_links_to(link, sock) && lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode),
+	       "a symlink to a socket is not a socket: -EEXIST, both untouched");
+
+	snprintf(dangling, sizeof(dangling), "%s/dangling.vsock", dir);
+	tap_ok(symlink("/nonexistent/x", dangling) == 0 && ep_uds_listen(dangling) == -EEXIST &&
+	       path_links_to(dangling, "/nonexistent/x"), "a dangling symlink: -EEXIST, untouched");
+
+	snprintf(link, sizeof(link), "%s/dir.vsock", dir);
+	tap_ok(mkdir(link, 0700) == 0 && ep_uds_listen(link) == -EEXIST &&
+	       lstat(link, &st) == 0 && S_ISDIR(st.st_mode), "a directory: -EEXIST, untouched");
+	fd = ep_uds_listen(sock);
+	tap_ok(fd >= 0 && lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode),
+	       "a stale socket is replaced by the listener");
+	close(fd);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_ep_uds_XXXXXX";
@@ -188,6 +230,7 @@ int main(void)
 	test_ok();
 	if (mkdtemp(dir)) {
 		test_sockets(dir);
+		test_listen_path(dir);
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 		if (system(cmd) != 0)
 			tap_diag("could not remove %s", dir);

@@ -607,20 +607,39 @@ static int sock_perm_end(const struct vsock_dev *dev, const char *path, mode_t o
 	return rc;
 }
 
+/*
+ * Before a socket of @p dev is bound at @p path: a stale socket from a crash goes (app
+ * validation refused live ones), anything else there stays and is refused by name.
+ */
+static int dev_clear_path(const struct vsock_dev *dev, const char *key, const char *path)
+{
+	int rc = ep_uds_clear_stale(path);
+
+	if (rc == -EEXIST)
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": %s path %s exists and is not a socket: it is "
+			  "left as it is; remove it or choose another path", dev->conf.cid, key,
+			  path);
+	else if (rc < 0)
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot clear %s path %s: %s", dev->conf.cid,
+			  key, path, strerror(-rc));
+	return rc;
+}
+
 static int dev_register(struct vsock_dev *dev)
 {
 	const char *path = dev->conf.socket_path;
-	struct stat st;
 	mode_t old_umask;
 	int rc;
 
 	/*
-	 * app validation refused live sockets; what is left is a stale one from a crash. A
-	 * client's socket is the frontend's: DPDK connects, and reconnects every second
+	 * A client's socket is the frontend's: DPDK connects, and reconnects every second
 	 * until it is back if it goes away.
 	 */
-	if (!dev->conf.client && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-		unlink(path);
+	if (!dev->conf.client) {
+		rc = dev_clear_path(dev, "socket", path);
+		if (rc < 0)
+			return rc;
+	}
 	if (rte_vhost_driver_register(path, dev->conf.client ? RTE_VHOST_USER_CLIENT : 0) < 0) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create vhost-user socket %s",
 			  dev->conf.cid, path);
@@ -656,10 +675,14 @@ static int dev_register(struct vsock_dev *dev)
 static int dev_open_endpoint(struct vsock_dev *dev)
 {
 	struct conn_table_conf cc;
-	mode_t old_umask = sock_perm_begin(dev);
+	mode_t old_umask;
 	int rc;
 
+	rc = dev_clear_path(dev, "uds", dev->conf.uds_path);
+	if (rc < 0)
+		return rc;
 	/* Bound and listened on owner-only: others get in once sock_perm_end() let them. */
+	old_umask = sock_perm_begin(dev);
 	dev->listen_fd = ep_uds_listen(dev->conf.uds_path);
 	if (dev->listen_fd < 0) {
 		sock_perm_end(dev, NULL, old_umask);
@@ -701,7 +724,8 @@ static void dev_close_endpoint(struct vsock_dev *dev)
 	dev->dp.conns = NULL;
 	if (dev->listen_fd >= 0) {
 		close(dev->listen_fd);
-		unlink(dev->conf.uds_path);
+		/* Ours, unless someone put something else there since. */
+		ep_uds_clear_stale(dev->conf.uds_path);
 		dev->listen_fd = -1;
 	}
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -30,6 +31,18 @@ static int fill_addr(struct sockaddr_un *sa, const char *path)
 	return 0;
 }
 
+int ep_uds_clear_stale(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	/* A symlink is not followed, whatever it names: only what the path itself is counts. */
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
 int ep_uds_listen(const char *path)
 {
 	struct sockaddr_un sa;
@@ -38,10 +51,12 @@ int ep_uds_listen(const char *path)
 	ret = fill_addr(&sa, path);
 	if (ret < 0)
 		return ret;
+	ret = ep_uds_clear_stale(path);
+	if (ret < 0)
+		return ret;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	unlink(path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
 		ret = -errno;
 		close(fd);

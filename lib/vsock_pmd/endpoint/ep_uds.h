@@ -28,10 +28,22 @@ struct ep_uds_line {
 };
 
 /**
- * Create the listening socket for host -> guest CONNECTs at @p path: a stale socket file is
- * removed first. For the program that owns the listener (the conn table only accepts on it).
+ * Make room for a socket we are about to bind at @p path: a socket file left there (by a run
+ * that crashed) is removed; anything else (a regular file, a directory, a symlink, even to a
+ * socket) is left as it is.
  *
- * @return a non-blocking listening fd, or a negative errno value.
+ * @return 0 when the path is free, -EEXIST when something other than a socket is there, or
+ *   another negative errno value from lstat() or unlink().
+ */
+int ep_uds_clear_stale(const char *path);
+
+/**
+ * Create the listening socket for host -> guest CONNECTs at @p path, after
+ * ep_uds_clear_stale(). For the program that owns the listener (the conn table only accepts
+ * on it).
+ *
+ * @return a non-blocking listening fd, or a negative errno value (-EEXIST: something other
+ *   than a socket is at @p path, left untouched).
  */
 int ep_uds_listen(const char *path);
 
