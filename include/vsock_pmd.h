@@ -195,11 +195,24 @@ struct vsock_pmd_conf {
 void vsock_pmd_conf_init(struct vsock_pmd_conf *conf);
 
 /**
+ * Check that no VM's sockets overlap another's, as vsock_pmd_start() does first. A guest
+ * connecting to host port P reaches "<uds_path>_<P>", so no socket_path or uds_path of any VM
+ * may be a uds_path (of any VM, its own included) followed by '_' and digits, and no two of
+ * those paths may be the same. Paths are compared with their directory resolved (realpath():
+ * "/r/./v" and "/r/v" are one path). Needs no EAL.
+ *
+ * @return 0, or -EINVAL with a sentence naming both VMs and both keys in @p err.
+ */
+int vsock_pmd_conf_check_paths(const struct vsock_pmd_conf *conf, char *err, size_t err_len);
+
+/**
  * Register every VM's vhost-user socket and start polling on all worker
  * lcores. Call once, on the main lcore, after rte_eal_init().
  *
- * @return 0, or a negative errno value; on failure nothing is left behind
- *   (no socket file, no lcore running).
+ * @return 0, or a negative errno value (-EINVAL for a configuration
+ *   vsock_pmd_conf_check_paths() refuses, -EEXIST when something other than a socket is
+ *   at a VM's socket path); on failure nothing is left behind (no socket file, no lcore
+ *   running).
  */
 int vsock_pmd_start(const struct vsock_pmd_conf *conf);
 

@@ -566,31 +566,34 @@ int app_opts_validate(const struct app_opts *opts, char *err, size_t err_len)
 		if (cid_reserved(a->cid))
 			return fail(err, err_len, "VM cid %" PRIu64 " is reserved or out of range "
 				    "(0, 1, 2 and 4294967295 and above cannot be guest CIDs)", a->cid);
-		if (strcmp(a->socket_path, a->uds_path) == 0)
-			return fail(err, err_len, "VM cid %" PRIu64 ": socket and uds are the same "
-				    "path '%s'", a->cid, a->uds_path);
 		for (j = 0; j < i; j++) {
-			const struct vsock_pmd_vm_conf *b = &conf->vms[j];
-
-			if (a->cid == b->cid)
+			if (a->cid == conf->vms[j].cid)
 				return fail(err, err_len, "duplicate VM cid %" PRIu64, a->cid);
-			if (!strcmp(a->socket_path, b->socket_path) ||
-			    !strcmp(a->socket_path, b->uds_path) ||
-			    !strcmp(a->uds_path, b->socket_path) ||
-			    !strcmp(a->uds_path, b->uds_path))
-				return fail(err, err_len, "VMs cid %" PRIu64 " and cid %" PRIu64
-					    " share a socket path", b->cid, a->cid);
 		}
+	}
+	if (vsock_pmd_conf_check_paths(conf, err, err_len) < 0)
+		return -1;
+	if (conf->idle_us && conf->wait_mode != VSOCK_PMD_WAIT_ADAPTIVE)
+		return fail(err, err_len, "--idle-us applies to --wait-mode adaptive only");
+	if (count_groups(conf) > VSOCK_PMD_MAX_GROUPS)
+		return fail(err, err_len, "more than %d distinct group names", VSOCK_PMD_MAX_GROUPS);
+	return 0;
+}
+
+int app_opts_check_host(const struct app_opts *opts, char *err, size_t err_len)
+{
+	const struct vsock_pmd_conf *conf = &opts->pmd;
+	unsigned int i;
+
+	for (i = 0; i < conf->nb_vms; i++) {
+		const struct vsock_pmd_vm_conf *a = &conf->vms[i];
+
 		/* A client connects to a socket someone else serves: nothing to check up front. */
 		if ((!a->client &&
 		     check_socket_path(a->socket_path, "socket", a->cid, err, err_len) < 0) ||
 		    check_socket_path(a->uds_path, "uds", a->cid, err, err_len) < 0)
 			return -1;
 	}
-	if (conf->idle_us && conf->wait_mode != VSOCK_PMD_WAIT_ADAPTIVE)
-		return fail(err, err_len, "--idle-us applies to --wait-mode adaptive only");
-	if (count_groups(conf) > VSOCK_PMD_MAX_GROUPS)
-		return fail(err, err_len, "more than %d distinct group names", VSOCK_PMD_MAX_GROUPS);
 	return 0;
 }
 

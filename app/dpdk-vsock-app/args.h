@@ -137,11 +137,18 @@ int app_config_yaml_load(const char *path, struct app_opts *opts, char *err, siz
 const char *app_opts_notice(const struct app_opts *opts);
 
 /**
- * Check the whole configuration before anything is created: at least one VM,
- * no reserved or duplicate CID, no path used twice, every socket's directory
- * writable, no path that exists as something other than a stale socket, and
- * no socket another live process is serving.
+ * Check the configuration as a whole, before anything is created: at least one VM, no
+ * reserved or duplicate CID, no socket path that overlaps another
+ * (vsock_pmd_conf_check_paths()), options that go together. A failure is a wrong
+ * configuration (exit status 2).
  */
 int app_opts_validate(const struct app_opts *opts, char *err, size_t err_len);
+
+/**
+ * Check what the configuration's socket paths find on this host: every directory exists
+ * and is writable, no path exists as something other than a stale socket, and no socket is
+ * served by another live process. A failure means the app cannot start here (exit status 1).
+ */
+int app_opts_check_host(const struct app_opts *opts, char *err, size_t err_len);
 
 #endif /* APP_ARGS_H */

@@ -299,6 +299,10 @@ int main(int argc, char **argv)
 	}
 	if (app_opts_validate(&opts, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s\n", argv[0], err);
+		return EXIT_USAGE;
+	}
+	if (app_opts_check_host(&opts, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", argv[0], err);
 		return EXIT_FAILURE;
 	}
 

@@ -311,7 +311,8 @@ int main(int argc, char **argv)
 	secondary = rte_eal_process_type() == RTE_PROC_SECONDARY;
 	app_opts_init(&opts);
 	if (parse(argc - n, argv + n, &opts, &port) < 0 || !port || !opts.pmd.nb_vms ||
-	    (!secondary && app_opts_validate(&opts, err, sizeof(err)) < 0)) {
+	    (!secondary && (app_opts_validate(&opts, err, sizeof(err)) < 0 ||
+			    app_opts_check_host(&opts, err, sizeof(err)) < 0))) {
 		usage(argv[0]);
 		goto out;
 	}

@@ -127,6 +127,42 @@ static void test_socket_not_socket(void)
 	unlink(file);
 }
 
+/*
+ * Overlapping paths through the API: VM 4's vhost-user socket where VM 3's guest reaches host
+ * port 4, or the two uds paths spelled differently: refused with -EINVAL, nothing made.
+ */
+static void test_overlap(void)
+{
+	static const char *const socks4[] = { "v_4", "sub/../v_4", "./v" };
+	static const char *const uds4[] = { "w", "w", "w" };
+	static struct vsock_pmd_conf conf;
+	char sub[128], err[512];
+	unsigned int i;
+	int rc;
+
+	path_of("sub", sub, sizeof(sub));
+	if (mkdir(sub, 0700) < 0)
+		tap_diag("mkdir %s: %s", sub, strerror(errno));
+	for (i = 0; i < RTE_DIM(socks4); i++) {
+		unsigned int before = entries();
+
+		conf_one(&conf, "vm3.sock", "v");
+		conf.nb_vms = 2;
+		conf.vms[1].cid = CID + 1;
+		path_of(socks4[i], conf.vms[1].socket_path, sizeof(conf.vms[1].socket_path));
+		path_of(uds4[i], conf.vms[1].uds_path, sizeof(conf.vms[1].uds_path));
+		rc = vsock_pmd_conf_check_paths(&conf, err, sizeof(err));
+		tap_ok(rc == -EINVAL && strstr(err, "VM cid 4 socket=") &&
+		       strstr(err, "VM cid 3") && strstr(err, "uds="),
+		       "VM 4 socket= %s against VM 3 uds= v: refused naming both (%s)", socks4[i],
+		       err);
+		rc = start_refused(&conf);
+		tap_ok(rc == -EINVAL && entries() == before,
+		       "vsock_pmd_start() refuses it too (%d), nothing created", rc);
+	}
+	rmdir(sub);
+}
+
 int main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "-l",
@@ -146,6 +182,7 @@ int main(int argc, char **argv)
 	}
 	test_uds_not_socket();
 	test_socket_not_socket();
+	test_overlap();
 
 	/* The refusals left nothing running: a good configuration starts and stops. */
 	conf_one(&conf, "vm3.sock", "vm3.vsock");

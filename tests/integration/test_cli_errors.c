@@ -5,6 +5,7 @@
  * file behind; a socket someone else serves is never taken over; a stale
  * socket file left by a killed app does not prevent a restart.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,38 +28,72 @@ struct cli_case {
 	const char *args[8];
 	/* Every one must appear in the output, ignoring case. */
 	const char *words[3];
-	/* The exit status required (2: a wrong command line), or 0 for any failure. */
+	/* The exit status required (2: a wrong command line or config file), or 0 for any. */
 	int status;
+	/* A config file the case writes first, as "%D/<name>", or NULL. */
+	const char *file_name, *file_text;
 };
 
 static const struct cli_case cases[] = {
-	{ "duplicate CID",
-	  { "--vm", "cid=3,socket=%D/a.sock,uds=%D/a.vsock",
+	{ .name = "duplicate CID",
+	  .args = { "--vm", "cid=3,socket=%D/a.sock,uds=%D/a.vsock",
 	    "--vm", "cid=3,socket=%D/b.sock,uds=%D/b.vsock" },
-	  { "duplicate", "cid 3" } },
-	{ "host CID 2",
-	  { "--vm", "cid=2,socket=%D/a.sock,uds=%D/a.vsock" },
-	  { "cid 2", "reserved" } },
-	{ "two VMs on one socket",
-	  { "--vm", "cid=3,socket=%D/a.sock,uds=%D/a.vsock",
+	  .words = { "duplicate", "cid 3" }, .status = 2 },
+	{ .name = "host CID 2",
+	  .args = { "--vm", "cid=2,socket=%D/a.sock,uds=%D/a.vsock" },
+	  .words = { "cid 2", "reserved" }, .status = 2 },
+	{ .name = "two VMs on one socket",
+	  .args = { "--vm", "cid=3,socket=%D/a.sock,uds=%D/a.vsock",
 	    "--vm", "cid=4,socket=%D/a.sock,uds=%D/b.vsock" },
-	  { "cid 3", "cid 4" } },
-	{ "socket directory missing",
-	  { "--vm", "cid=3,socket=%D/no-such-dir/a.sock,uds=%D/a.vsock" },
-	  { "no-such-dir", "does not exist" } },
-	{ "unknown --vm key",
-	  { "--vm", "cid=3,socket=%D/a.sock,uds=%D/a.vsock,colour=blue" },
-	  { "colour" } },
-	{ "no VM",
-	  { "--burst", "32" },
-	  { "no vm" } },
+	  .words = { "VM cid 3 socket=", "VM cid 4 socket=", "same path" }, .status = 2 },
+	{ .name = "socket directory missing",
+	  .args = { "--vm", "cid=3,socket=%D/no-such-dir/a.sock,uds=%D/a.vsock" },
+	  .words = { "no-such-dir", "does not exist" }, .status = 1 },
+	{ .name = "unknown --vm key",
+	  .args = { "--vm", "cid=3,socket=%D/a.sock,uds=%D/a.vsock,colour=blue" },
+	  .words = { "colour" }, .status = 2 },
+	{ .name = "no VM",
+	  .args = { "--burst", "32" },
+	  .words = { "no vm" }, .status = 2 },
+	/* A guest connecting to host port P reaches <uds>_<P>: no other path may be one. */
+	{ .name = "socket= is another VM's <uds>_<port>",
+	  .args = { "--vm", "cid=3,socket=%D/a.sock,uds=%D/v",
+	    "--vm", "cid=4,socket=%D/v_4,uds=%D/w" },
+	  .words = { "VM cid 4 socket= '%D/v_4'", "VM cid 3's uds= '%D/v' followed by _4" },
+	  .status = 2 },
+	{ .name = "socket= is its own VM's <uds>_<port>",
+	  .args = { "--vm", "cid=3,socket=%D/v_22,uds=%D/v" },
+	  .words = { "VM cid 3 socket= '%D/v_22'", "VM cid 3's uds= '%D/v' followed by _22" },
+	  .status = 2 },
+	{ .name = "two uds= paths, one spelled with /./",
+	  .args = { "--vm", "cid=3,socket=%D/a.sock,uds=%D/./v",
+	    "--vm", "cid=4,socket=%D/b.sock,uds=%D/v" },
+	  .words = { "VM cid 3 uds= '%D/./v'", "VM cid 4 uds= '%D/v'", "same path" },
+	  .status = 2 },
+	{ .name = "vhost-device-vsock's single-VM options, socket at its own <uds>_<port>",
+	  .args = { "--guest-cid=5", "--socket=%D/v_9", "--uds-path=%D/v" },
+	  .words = { "VM cid 5 socket= '%D/v_9'", "VM cid 5's uds= '%D/v' followed by _9" },
+	  .status = 2 },
+	{ .name = "config file: uds= is another VM's <uds>_<port>",
+	  .args = { "--config", "%D/vms.conf" },
+	  .words = { "VM cid 4 uds= '%D/v_1'", "VM cid 3's uds= '%D/v' followed by _1" },
+	  .status = 2, .file_name = "vms.conf",
+	  .file_text = "vm cid=3,socket=%D/a.sock,uds=%D/v\n"
+		       "vm cid=4,socket=%D/b.sock,uds=%D/v_1\n" },
+	{ .name = "YAML: socket is another VM's uds_path_<port>",
+	  .args = { "--config", "%D/vms.yaml" },
+	  .words = { "VM cid 4 socket= '%D/v_5000'",
+		     "VM cid 3's uds= '%D/v' followed by _5000" },
+	  .status = 2, .file_name = "vms.yaml",
+	  .file_text = "vms:\n  - guest_cid: 3\n    socket: %D/a.sock\n    uds_path: %D/v\n"
+		       "  - guest_cid: 4\n    socket: %D/v_5000\n    uds_path: %D/w\n" },
 	/* 010 is 10 to vhost-device-vsock and 8 to QEMU: neither is guessed. */
-	{ "octal-looking CID",
-	  { "--vm", "cid=010,socket=%D/a.sock,uds=%D/a.vsock" },
-	  { "cid '010'", "leading zero" }, 2 },
-	{ "hexadecimal burst",
-	  { "--vm", "cid=3,socket=%D/a.sock,uds=%D/a.vsock", "--burst", "0x20" },
-	  { "burst size '0x20'", "decimal" }, 2 },
+	{ .name = "octal-looking CID",
+	  .args = { "--vm", "cid=010,socket=%D/a.sock,uds=%D/a.vsock" },
+	  .words = { "cid '010'", "leading zero" }, .status = 2 },
+	{ .name = "hexadecimal burst",
+	  .args = { "--vm", "cid=3,socket=%D/a.sock,uds=%D/a.vsock", "--burst", "0x20" },
+	  .words = { "burst size '0x20'", "decimal" }, .status = 2 },
 };
 
 /* Replace every "%D" in @p tmpl by the run directory. */
@@ -79,15 +114,31 @@ expand(const struct app_proc *p, const char *tmpl, char *buf, size_t len)
 	return buf;
 }
 
+/* Entries of the run directory besides the app's log. */
+static unsigned int
+dir_entries(const struct app_proc *p)
+{
+	unsigned int n = 0;
+	struct dirent *d;
+	DIR *dp = opendir(p->dir);
+
+	while (dp != NULL && (d = readdir(dp)) != NULL)
+		n += d->d_name[0] != '.' && strcmp(d->d_name, "app.log") != 0;
+	if (dp != NULL)
+		closedir(dp);
+	return n;
+}
+
 static void
 run_case(const struct cli_case *c)
 {
-	char bufs[8][256];
+	char bufs[8][256], text[512], word[256], path[160];
 	const char *argv[9];
 	struct app_proc p;
-	unsigned int i;
+	unsigned int i, before;
 	bool words = true;
 	int rc, status;
+	FILE *f;
 
 	if (app_proc_init(&p) < 0) {
 		tap_ok(0, "%s: run dir", c->name);
@@ -96,6 +147,14 @@ run_case(const struct cli_case *c)
 	for (i = 0; c->args[i] != NULL; i++)
 		argv[i] = expand(&p, c->args[i], bufs[i], sizeof(bufs[i]));
 	argv[i] = NULL;
+	if (c->file_name != NULL) {
+		f = fopen(app_proc_path(&p, c->file_name, path, sizeof(path)), "w");
+		if (f != NULL) {
+			fputs(expand(&p, c->file_text, text, sizeof(text)), f);
+			fclose(f);
+		}
+	}
+	before = dir_entries(&p);
 	rc = app_proc_start(&p, NULL, argv, NULL, 0);
 	status = rc == 0 ? app_proc_wait(&p, EXIT_MS) : rc;
 	tap_ok(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
@@ -103,9 +162,11 @@ run_case(const struct cli_case *c)
 		"%s: app exits with %s (status %#x)", c->name,
 		c->status == 2 ? "status 2, a wrong command line" : "an error", status);
 	for (i = 0; i < 3 && c->words[i] != NULL; i++)
-		words = words && app_proc_log_contains(&p, c->words[i]);
+		words = words && app_proc_log_contains(&p, expand(&p, c->words[i], word,
+			sizeof(word)));
 	tap_ok(words, "%s: the message names the problem", c->name);
-	tap_ok(app_proc_sockets_left(&p) == 0, "%s: no socket file left", c->name);
+	tap_ok(app_proc_sockets_left(&p) == 0 && dir_entries(&p) == before,
+		"%s: nothing created (no socket file, no other file)", c->name);
 	if (!words)
 		app_proc_dump_log(&p);
 	app_proc_fini(&p);

@@ -26,9 +26,10 @@ static int run(struct app_opts *opts, const char *cmdline)
 	argv[argc] = NULL;
 	app_opts_init(opts);
 	err[0] = '\0';
-	if (app_args_parse(argc, argv, opts, err, sizeof(err)) < 0)
+	if (app_args_parse(argc, argv, opts, err, sizeof(err)) < 0 ||
+	    app_opts_validate(opts, err, sizeof(err)) < 0)
 		return -1;
-	return app_opts_validate(opts, err, sizeof(err));
+	return app_opts_check_host(opts, err, sizeof(err));
 }
 
 /* Expect failure with a message containing @p needle. */
@@ -45,6 +46,23 @@ static void vm_arg(char *out, size_t len, unsigned int cid, const char *extra)
 {
 	snprintf(out, len, "--vm cid=%u,socket=%s/vm%u.sock,uds=%s/vm%u.vsock%s",
 		 cid, dir, cid, dir, cid, extra);
+}
+
+/* @p tmpl with every "%D" replaced by the test directory, in @p out. */
+static char *expand_dir(const char *tmpl, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *tmpl != '\0' && o + 1 < len; tmpl++) {
+		if (tmpl[0] == '%' && tmpl[1] == 'D') {
+			o += (size_t)snprintf(out + o, len - o, "%s", dir);
+			tmpl++;
+		} else {
+			out[o++] = *tmpl;
+		}
+	}
+	out[o < len ? o : len - 1] = '\0';
+	return out;
 }
 
 static void test_good(void)
@@ -117,7 +135,8 @@ static void test_bad_args(void)
 	bad(a, "same path");
 	vm_arg(a, sizeof(a), 3, "");
 	snprintf(b, sizeof(b), "%s --vm cid=4,socket=%s/vm3.sock,uds=%s/x", a, dir, dir);
-	bad(b, "share a socket path");
+	bad(b, "VM cid 3 socket= '");
+	bad(b, "' and VM cid 4 socket= '");
 	bad("--vm cid=3,socket=/nonexistent-dir/s.sock,uds=/tmp/u", "'/nonexistent-dir' does not exist");
 	bad("--vm cid=3,socket=/etc/passwd/s.sock,uds=/tmp/u", "does not exist");
 	vm_arg(a, sizeof(a), 3, "");
@@ -479,6 +498,91 @@ static void test_decimal(void)
 	       opts.pmd.vms[0].max_conns == 100, "cid=10 is 10, lcore=0 is 0: %s", err);
 }
 
+/* Append VM @p cid, described as "key=value,..." in @p spec, to the YAML in @p out. */
+static void yaml_vm(char *out, size_t len, unsigned int cid, const char *spec)
+{
+	char buf[256], *save, *kv;
+	size_t o = strlen(out);
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	o += (size_t)snprintf(out + o, len - o, "  - guest_cid: %u\n", cid);
+	for (kv = strtok_r(buf, ",", &save); kv && o < len; kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+
+		*eq = '\0';
+		o += (size_t)snprintf(out + o, len - o, "    %s: %s\n", kv, eq + 1);
+	}
+}
+
+/*
+ * A guest connecting to host port P reaches "<uds>_<P>": no VM's path may be a uds path
+ * followed by '_' and digits, nor equal another, compared with the directory resolved. Each
+ * refusal names both VMs and both keys, from the command line, a config file and YAML.
+ */
+static void test_overlap(void)
+{
+	static const struct {
+		const char *vm3, *vm4, *msg[2];
+	} cases[] = {
+		{ "socket=%D/a.sock,uds=%D/v", "socket=%D/v_4,uds=%D/w",
+		  { "VM cid 4 socket= '%D/v_4' is VM cid 3's uds= '%D/v' followed by _4",
+		    "VM cid 3's guest reaches as a host port" } },
+		{ "socket=%D/a.sock,uds=%D/v", "socket=%D/b.sock,uds=%D/v_1",
+		  { "VM cid 4 uds= '%D/v_1' is VM cid 3's uds= '%D/v' followed by _1" } },
+		{ "socket=%D/v_5,uds=%D/v", "socket=%D/b.sock,uds=%D/w",
+		  { "VM cid 3 socket= '%D/v_5' is VM cid 3's uds= '%D/v' followed by _5" } },
+		{ "socket=%D/a.sock,uds=%D/./v", "socket=%D/v,uds=%D/w",
+		  { "VM cid 3 uds= '%D/./v' and VM cid 4 socket= '%D/v' are the same path" } },
+		{ "socket=%D/a.sock,uds=%D/lnk/v", "socket=%D/b.sock,uds=%D//v_70000",
+		  { "VM cid 4 uds= '%D//v_70000' is VM cid 3's uds= '%D/lnk/v' followed by _70000" } },
+		{ "socket=%D/a.sock,uds-path=%D/v", "socket=%D/sub/../v_99999999999,uds=%D/w",
+		  { "VM cid 4 socket= '%D/sub/../v_99999999999' is VM cid 3's uds= '%D/v'" } },
+	};
+	static const char *const fine[] = {
+		"socket=%D/v_x,uds=%D/w", "socket=%D/v_,uds=%D/w", "socket=%D/vv_4,uds=%D/w",
+		"socket=%D/v_4_5,uds=%D/w", "socket=%D/b.sock,uds=%D/v4",
+	};
+	struct app_opts opts;
+	char vm3[256], vm4[256], cmd[768], text[768], msg[512], path[160];
+	unsigned int i, k;
+
+	snprintf(path, sizeof(path), "%s/lnk", dir);
+	if (symlink(".", path) < 0)
+		tap_diag("symlink %s: %m", path);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	if (mkdir(path, 0700) < 0)
+		tap_diag("mkdir %s: %m", path);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool cli, file, yaml;
+
+		expand_dir(cases[i].vm3, vm3, sizeof(vm3));
+		expand_dir(cases[i].vm4, vm4, sizeof(vm4));
+		snprintf(cmd, sizeof(cmd), "--vm cid=3,%s --vm cid=4,%s", vm3, vm4);
+		cli = run(&opts, cmd) < 0;
+		for (k = 0; k < 2 && cases[i].msg[k]; k++)
+			cli = cli && strstr(err, expand_dir(cases[i].msg[k], msg, sizeof(msg)));
+		if (!tap_ok(cli, "overlap refused from the command line: %s", cmd))
+			tap_diag("message: %s", err);
+		expand_dir(cases[i].msg[0], msg, sizeof(msg));
+		snprintf(text, sizeof(text), "vm cid=3,%s\nvm cid=4,%s\n", vm3, vm4);
+		file = load(&opts, "overlap.conf", text) < 0 && strstr(err, msg);
+		if (!tap_ok(file, "the same from a config file"))
+			tap_diag("message: %s", err);
+		snprintf(text, sizeof(text), "vms:\n");
+		yaml_vm(text, sizeof(text), 3, vm3);
+		yaml_vm(text, sizeof(text), 4, vm4);
+		yaml = load(&opts, "overlap.yaml", text) < 0 && strstr(err, msg);
+		if (!tap_ok(yaml, "the same from YAML"))
+			tap_diag("YAML:\n%s\nmessage: %s", text, err);
+	}
+	for (i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		expand_dir(fine[i], vm4, sizeof(vm4));
+		snprintf(cmd, sizeof(cmd), "--vm cid=3,socket=%s/a.sock,uds=%s/v --vm cid=4,%s",
+			 dir, dir, vm4);
+		tap_ok(run(&opts, cmd) == 0, "no overlap: %s (%s)", vm4, err);
+	}
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -497,6 +601,7 @@ int main(void)
 	test_peer_keys();
 	test_yaml();
 	test_decimal();
+	test_overlap();
 	rc = tap_done();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)

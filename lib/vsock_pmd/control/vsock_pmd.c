@@ -89,6 +89,7 @@ static void devs_teardown(void)
 int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 {
 	int nodes[VSOCK_PMD_MAX_VMS];
+	char err[512];
 	unsigned int i;
 	int rc;
 
@@ -105,6 +106,11 @@ int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 	}
 	if (rte_lcore_id() != rte_get_main_lcore())
 		return -EPERM;
+	rc = vsock_pmd_conf_check_paths(conf, err, sizeof(err));
+	if (rc < 0) {
+		VSOCK_LOG(ERR, "%s", err);
+		return rc;
+	}
 
 	/* Workers run before any device exists, so every new_device finds one to hand over to. */
 	rc = workers_start();
