@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,6 +39,7 @@ app_proc_init(struct app_proc *p)
 	p->pid = -1;
 	p->stdin_pipe = false;
 	p->stdin_fd = -1;
+	p->nofile_soft = p->nofile_hard = 0;
 	snprintf(p->dir, sizeof(p->dir), "/tmp/vsock-test-XXXXXX");
 	if (mkdtemp(p->dir) == NULL)
 		return -errno;
@@ -82,6 +84,15 @@ exec_child(const struct app_proc *p, const char *app, const char *const *argv, i
 		open("/dev/null", O_RDONLY);
 	}
 	close_range(3, ~0u, 0);
+	if (p->nofile_hard != 0) {
+		struct rlimit rl = { .rlim_cur = p->nofile_soft, .rlim_max = p->nofile_hard };
+
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+			fprintf(stderr, "setrlimit(RLIMIT_NOFILE, %lu, %lu): %s\n", p->nofile_soft,
+				p->nofile_hard, strerror(errno));
+			_exit(127);
+		}
+	}
 	execv(app, (char *const *)argv);
 	fprintf(stderr, "exec %s: %s\n", app, strerror(errno));
 	_exit(127);

@@ -33,9 +33,14 @@ struct app_proc {
 	bool stdin_pipe;
 	/** The write end of that pipe once started, -1 otherwise; app_proc_fini() closes it. */
 	int stdin_fd;
+	/**
+	 * Set before app_proc_start() to start the child with these RLIMIT_NOFILE limits, soft
+	 * and hard (lowering them needs no privilege); 0 (the default) leaves the test's own.
+	 */
+	unsigned long nofile_soft, nofile_hard;
 };
 
-/** Create the run directory (stdin_pipe false). Returns 0 or -errno. */
+/** Create the run directory (stdin_pipe false, nofile limits the test's). Returns 0 or -errno. */
 int app_proc_init(struct app_proc *p);
 
 /** "<dir>/<name>" in @p buf; returns @p buf. */

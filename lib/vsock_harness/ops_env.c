@@ -98,6 +98,48 @@ ops_start_vms(struct ops_env *o, bool two_vms, bool console, const char *const *
 }
 
 int
+ops_start_many(struct ops_env *o, const struct ops_many *v, struct dp_env *const *envs)
+{
+	const char *eal[] = { "--no-huge", "-m", v->mem_mb ? v->mem_mb : "512", "--no-pci",
+		"--no-shconf", "-l", "0-1", "--log-level=lib.eal:error", NULL, NULL };
+	const char **args = calloc(2 * (size_t)v->n + 1, sizeof(*args));
+	const char **socks = calloc((size_t)v->n + 1, sizeof(*socks));
+	char (*vm)[400] = calloc(v->n, sizeof(*vm));
+	char prefix_arg[64];
+	unsigned int i;
+	int rc = -1;
+
+	memset(o, 0, sizeof(*o));
+	if (args == NULL || socks == NULL || vm == NULL || app_proc_init(&o->dp.app) < 0)
+		goto out;
+	o->dp.app.nofile_soft = v->nofile_soft;
+	o->dp.app.nofile_hard = v->nofile_hard;
+	snprintf(o->prefix, sizeof(o->prefix), "vsock-ops-%d", (int)getpid());
+	snprintf(prefix_arg, sizeof(prefix_arg), "--file-prefix=%s", o->prefix);
+	eal[8] = prefix_arg;
+	for (i = 0; i < v->n; i++) {
+		struct dp_env *e = envs[i];
+		char name[32];
+
+		snprintf(name, sizeof(name), "vm%u.sock", v->first_cid + i);
+		app_proc_path(&o->dp.app, name, e->sock, sizeof(e->sock));
+		snprintf(name, sizeof(name), "vm%u.vsock", v->first_cid + i);
+		app_proc_path(&o->dp.app, name, e->uds, sizeof(e->uds));
+		snprintf(vm[i], sizeof(vm[i]), "cid=%u,socket=%s,uds=%s%s", v->first_cid + i,
+			e->sock, e->uds, v->keys ? v->keys : "");
+		args[2 * i] = "--vm";
+		args[2 * i + 1] = vm[i];
+		socks[i] = e->sock;
+	}
+	rc = app_proc_start(&o->dp.app, eal, args, v->wait ? socks : NULL, 30000);
+out:
+	free(args);
+	free(socks);
+	free(vm);
+	return rc < 0 ? -1 : 0;
+}
+
+int
 ops_stop(struct ops_env *o)
 {
 	int status = 0;

@@ -35,6 +35,27 @@ int ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *
 int ops_start_vms(struct ops_env *o, bool two_vms, bool console, const char *const *extra,
 		const char *vm_opts);
 
+/** What ops_start_many() starts: VMs @p first_cid .. first_cid + n - 1, alike. */
+struct ops_many {
+	unsigned int n;
+	unsigned int first_cid;
+	/** Appended to every --vm (",max-connections=50"), or NULL. */
+	const char *keys;
+	/** The EAL's -m in MiB (without hugepages); NULL for APP_PROC_EAL_DEFAULT's. */
+	const char *mem_mb;
+	/** The app's RLIMIT_NOFILE (struct app_proc); 0 leaves the test's own. */
+	unsigned long nofile_soft, nofile_hard;
+	/** Return once every VM's vhost-user socket exists; false: once the app runs. */
+	bool wait;
+};
+
+/**
+ * Start the app with --file-prefix and the VMs @p v describes: VM i's sockets are
+ * "vm<cid>.sock" and "vm<cid>.vsock" in the run directory, written to envs[i]->sock and
+ * envs[i]->uds for its frontend and host programs. Returns 0 or -1 (the log is printed).
+ */
+int ops_start_many(struct ops_env *o, const struct ops_many *v, struct dp_env *const *envs);
+
 /** SIGTERM the app, clean up; its wait status. */
 int ops_stop(struct ops_env *o);
 

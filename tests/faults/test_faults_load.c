@@ -70,39 +70,14 @@ seed_of(unsigned int idx, unsigned int dir)
 static int
 start_app(void)
 {
-	static char vmarg[NVMS][400];
-	static char socks_buf[NVMS][128];
-	const char *eal[] = { "--no-huge", "-m", "1024", "--no-pci", "--no-shconf", "-l", "0-1",
-		"--log-level=lib.eal:error", NULL, NULL };
-	const char *args[2 * NVMS + 1], *socks[NVMS + 1];
-	char prefix_arg[64];
+	static struct dp_env *envs[NVMS];
+	const struct ops_many v = { .n = NVMS, .first_cid = FIRST_CID, .mem_mb = "1024",
+		.wait = true };
 	unsigned int i;
 
-	if (app_proc_init(&app.dp.app) < 0)
-		return -1;
-	snprintf(app.prefix, sizeof(app.prefix), "vsock-load-%d", (int)getpid());
-	snprintf(prefix_arg, sizeof(prefix_arg), "--file-prefix=%s", app.prefix);
-	eal[8] = prefix_arg;
-	for (i = 0; i < NVMS; i++) {
-		struct dp_env *e = &vms[i].e;
-		char name[32];
-
-		snprintf(name, sizeof(name), "vm%u.sock", FIRST_CID + i);
-		app_proc_path(&app.dp.app, name, e->sock, sizeof(e->sock));
-		snprintf(name, sizeof(name), "vm%u.vsock", FIRST_CID + i);
-		app_proc_path(&app.dp.app, name, e->uds, sizeof(e->uds));
-		snprintf(vmarg[i], sizeof(vmarg[i]), "cid=%u,socket=%s,uds=%s", FIRST_CID + i,
-			e->sock, e->uds);
-		memcpy(socks_buf[i], e->sock, sizeof(socks_buf[i]));
-		args[2 * i] = "--vm";
-		args[2 * i + 1] = vmarg[i];
-		socks[i] = socks_buf[i];
-	}
-	args[2 * NVMS] = NULL;
-	socks[NVMS] = NULL;
-	if (app_proc_start(&app.dp.app, eal, args, socks, 30000) < 0)
-		return -1;
-	return 0;
+	for (i = 0; i < NVMS; i++)
+		envs[i] = &vms[i].e;
+	return ops_start_many(&app, &v, envs);
 }
 
 /* The app's descriptors as "fd -> target" lines, for a diagnostic when the count is off. */
