@@ -67,6 +67,32 @@ extern "C" {
 #define VSOCK_PMD_PIPES_DEFAULT_TOTAL 1024u
 #define VSOCK_PMD_MAX_PIPES_DEFAULT_MIN 16u
 #define VSOCK_PMD_MAX_PIPES_MAX 16384u
+
+/*
+ * Open file descriptors (dpdk-vsock-app(8), DESCRIPTORS; doc/security-model.md). Besides one
+ * host socket per connection, up to its max_conns (a guest-to-guest or native connection
+ * holds none), a VM holds what follows; a process serving VMs needs RLIMIT_NOFILE for all of
+ * them at once, or a guest at its limit takes descriptors from the others.
+ */
+/**
+ * Held by each VM from vsock_pmd_start() on: its uds listener, that listener's epoll set, its
+ * vhost-user listening socket.
+ */
+#define VSOCK_PMD_FDS_VM_OPEN 3u
+/**
+ * vhost-user connections of one VM at a time: the running frontend's and one more, a
+ * reconnecting frontend's that DPDK accepts before it sees the old one closed. A third is
+ * refused (closed at once, logged).
+ */
+#define VSOCK_PMD_FRONTEND_CONNS 2u
+/**
+ * Added by a VM while it runs: a host program's connect accepted only to be refused when the
+ * table is full; per frontend connection its socket, up to 8 memory-region descriptors and the
+ * kick and call eventfds of the 2 rings; our own copies of the running rings' kick eventfds.
+ */
+#define VSOCK_PMD_FDS_VM_RUN (1u + VSOCK_PMD_FRONTEND_CONNS * (1u + 8u + 2u * 2u) + 2u)
+/** Held by each worker lcore: its wake-up eventfd and its two epoll sets. */
+#define VSOCK_PMD_FDS_WORKER 3u
 /** CONNECT-line and connect timeouts, in milliseconds. */
 #define VSOCK_PMD_TIMEOUT_MS_DEFAULT 2000u
 #define VSOCK_PMD_TIMEOUT_MS_MAX 3600000u

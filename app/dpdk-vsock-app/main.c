@@ -9,7 +9,9 @@
  * cannot use, the EAL or the engine fails); 2 when the command line or a config file is
  * wrong (the unit does not restart on that: RestartPreventExitStatus=2).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +25,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <rte_memory.h>
 #include <rte_version.h>
 
 #include <vsock_pmd.h>
@@ -35,36 +38,140 @@
 #include "console.h"
 #include "display.h"
 
-/* Descriptors beyond the VMs' connection tables: vhost-user, listeners, EAL, console. */
-#define FDS_RESERVED 256
+/*
+ * Descriptors for what the process opens besides the EAL's, the workers' and the VMs': its
+ * signalfd, vhost-user's event pipe and the descriptors of a message in flight (8), telemetry
+ * clients, the console, reads of /proc.
+ */
+#define FDS_RESERVED 64
 
 /* Exit status for a wrong command line or config file. */
 #define EXIT_USAGE 2
 
 /*
- * Every vsock connection holds a host socket. With the usual soft limit of 1024
- * descriptors one guest opening its allowed connections would starve the other
- * VMs and the vhost-user sockets, so ask for room for all of them up front.
+ * The descriptor budget (dpdk-vsock-app(8), DESCRIPTORS). Every vsock connection holds a
+ * host socket, and every attached VM its frontend's memory and ring descriptors: unless the
+ * limit covers every VM at its maximum at once, one guest opening its connections would
+ * leave another none (EMFILE), not even to attach. So the soft limit is raised to the hard
+ * one, as DPDK's EAL does too, and the app does not start when that is below the budget.
  */
-static void raise_fd_limit(const struct vsock_pmd_conf *conf)
+struct fd_budget {
+	struct rlimit limit;	/* soft raised to hard */
+	uint64_t eal;		/* open once the EAL started, its memory's excluded */
+	uint64_t mem;		/* of the EAL's memory: its hugepage files, or its memfd */
+	unsigned int workers;
+	uint64_t vms;		/* sum over the VMs of max-connections + 32 */
+};
+
+/* Entries of /proc/self/fd, the descriptor that reads it excluded. */
+static uint64_t open_fds(void)
 {
-	unsigned int nb_vms = conf->nb_vms, i;
-	rlim_t want = FDS_RESERVED;
-	struct rlimit rl;
+	DIR *dir = opendir("/proc/self/fd");
+	uint64_t n = 0;
+	struct dirent *d;
 
-	/* A host socket per connection, CONNECT lines included, and the VM's listener. */
-	for (i = 0; i < nb_vms; i++)
-		want += (conf->vms[i].max_conns ? conf->vms[i].max_conns :
-			 VSOCK_PMD_MAX_CONNS_DEFAULT) + 1;
+	while (dir && (d = readdir(dir)) != NULL)
+		n += d->d_name[0] != '.';
+	if (dir)
+		closedir(dir);
+	return n > 0 ? n - 1 : 0;
+}
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
-		return;
-	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
-		fprintf(stderr, "warning: open file limit %lu is below the %lu that %u VM%s may "
-			"need; raise it (ulimit -n) or one guest can starve the others\n",
-			(unsigned long)rl.rlim_cur, (unsigned long)want, nb_vms,
-			nb_vms == 1 ? "" : "s");
+struct mem_walk {
+	const struct rte_memseg_list *msl;
+	int fd;
+	uint64_t fds;
+};
+
+/* A new descriptor at each segment whose file is not its predecessor's in the same list. */
+static int mem_fd_count(const struct rte_memseg_list *msl, const struct rte_memseg *ms,
+			void *arg)
+{
+	struct mem_walk *w = arg;
+	int fd = rte_memseg_get_fd_thread_unsafe(ms);
+
+	if (fd >= 0 && (msl != w->msl || fd != w->fd))
+		w->fds++;
+	w->msl = msl;
+	w->fd = fd;
+	return 0;
+}
+
+/* The descriptors of the EAL's memory: per page in use, or per list (--single-file-segments). */
+static uint64_t mem_fds(void)
+{
+	struct mem_walk w = { .fd = -1 };
+
+	rte_memseg_walk(mem_fd_count, &w);
+	return w.fds;
+}
+
+static uint64_t fd_budget_needed(const struct fd_budget *b)
+{
+	return b->eal + b->mem + FDS_RESERVED + (uint64_t)VSOCK_PMD_FDS_WORKER * b->workers +
+	       b->vms;
+}
+
+/* What the budget is made of, for the start-up line and the refusal. */
+static void fd_budget_describe(const struct fd_budget *b, unsigned int nb_vms, char *buf,
+			       size_t len)
+{
+	snprintf(buf, len, "%" PRIu64 " for the EAL, %" PRIu64 " for its memory, %u in "
+		 "reserve, %u for each of %u worker lcore%s, max-connections + %u for each of "
+		 "%u VM%s", b->eal, b->mem, FDS_RESERVED, VSOCK_PMD_FDS_WORKER, b->workers,
+		 b->workers == 1 ? "" : "s", VSOCK_PMD_FDS_VM_OPEN + VSOCK_PMD_FDS_VM_RUN,
+		 nb_vms, nb_vms == 1 ? "" : "s");
+}
+
+/* Before the EAL: soft up to the hard limit, so that neither it nor the engine is refused one. */
+static void fd_budget_begin(struct fd_budget *b, const struct vsock_pmd_conf *conf)
+{
+	unsigned int i;
+
+	memset(b, 0, sizeof(*b));
+	if (getrlimit(RLIMIT_NOFILE, &b->limit) < 0)
+		b->limit.rlim_cur = b->limit.rlim_max = RLIM_INFINITY;
+	b->limit.rlim_cur = b->limit.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &b->limit);
+	for (i = 0; i < conf->nb_vms; i++)
+		b->vms += (conf->vms[i].max_conns ? conf->vms[i].max_conns :
+			   VSOCK_PMD_MAX_CONNS_DEFAULT) + VSOCK_PMD_FDS_VM_OPEN +
+			  VSOCK_PMD_FDS_VM_RUN;
+}
+
+/*
+ * Whether the hard limit covers the budget: after the EAL started (the engine's memory not
+ * allocated yet: @p at_least), and again once the engine started. Says what to do if not.
+ */
+static bool fd_budget_fits(const struct fd_budget *b, unsigned int nb_vms, bool at_least,
+			   const char *prog)
+{
+	uint64_t need = fd_budget_needed(b);
+	char what[256];
+
+	if (b->limit.rlim_max == RLIM_INFINITY || need <= b->limit.rlim_max)
+		return true;
+	fd_budget_describe(b, nb_vms, what, sizeof(what));
+	fprintf(stderr, "%s: cannot start: %s%" PRIu64 " open file descriptors are needed (%s), "
+		"but the hard limit is %lu: raise it to %" PRIu64 " with LimitNOFILE=%" PRIu64
+		" in the service (systemctl edit dpdk-vsock@NAME), or with ulimit -n %" PRIu64
+		" where the app is started\n", prog, at_least ? "at least " : "", need, what,
+		(unsigned long)b->limit.rlim_max, need, need, need);
+	return false;
+}
+
+/* The start-up line: the budget and the limit it fits in. */
+static void fd_budget_print(const struct fd_budget *b, unsigned int nb_vms)
+{
+	struct rlimit rl = b->limit;
+	char what[256], limit[24] = "unlimited";
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur != RLIM_INFINITY)
+		snprintf(limit, sizeof(limit), "%lu", (unsigned long)rl.rlim_cur);
+	fd_budget_describe(b, nb_vms, what, sizeof(what));
+	printf("dpdk-vsock-app: %" PRIu64 " open file descriptors budgeted (%s); limit %s\n",
+	       fd_budget_needed(b), what, limit);
 }
 
 static void usage(const char *prog)
@@ -268,6 +375,7 @@ static int check_eal_part(int sep, char **argv)
 int main(int argc, char **argv)
 {
 	static struct app_opts opts;
+	struct fd_budget fds;
 	char err[APP_ERR_LEN];
 	sigset_t stop_sigs;
 	int sep = find_separator(argc, argv);
@@ -317,11 +425,18 @@ int main(int argc, char **argv)
 	sigaddset(&stop_sigs, SIGTERM);
 	sigprocmask(SIG_BLOCK, &stop_sigs, NULL);
 
-	raise_fd_limit(&opts.pmd);
+	fd_budget_begin(&fds, &opts.pmd);
 	rc = rte_eal_init(sep, argv);
 	if (rc < 0) {
 		fprintf(stderr, "%s: EAL initialisation failed: %s\n", argv[0],
 			rte_strerror(rte_errno));
+		return EXIT_FAILURE;
+	}
+	fds.mem = mem_fds();
+	fds.eal = open_fds() - fds.mem;
+	fds.workers = rte_lcore_count() - 1;
+	if (!fd_budget_fits(&fds, opts.pmd.nb_vms, true, argv[0])) {
+		rte_eal_cleanup();
 		return EXIT_FAILURE;
 	}
 
@@ -331,6 +446,14 @@ int main(int argc, char **argv)
 		rte_eal_cleanup();
 		return EXIT_FAILURE;
 	}
+	/* The engine's pools may have taken more hugepages, each a file. */
+	fds.mem = mem_fds();
+	if (!fd_budget_fits(&fds, opts.pmd.nb_vms, false, argv[0])) {
+		vsock_pmd_stop();
+		rte_eal_cleanup();
+		return EXIT_FAILURE;
+	}
+	fd_budget_print(&fds, opts.pmd.nb_vms);
 	if (app_opts_notice(&opts))
 		printf("dpdk-vsock-app: %s\n", app_opts_notice(&opts));
 	printf("dpdk-vsock-app: serving %u VM%s on %u worker lcore%s; Ctrl-C to stop\n",

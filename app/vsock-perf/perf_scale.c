@@ -32,8 +32,8 @@
  * benchmark's -m 512 without hugepages; 256 leave VM 3's one connection more than its 256 KiB
  * of credit in 2 KiB mbufs, and 256 VMs fit in 512 MiB with them. Each guest's memory is a 64 MiB memfd, touched only where its rings and
  * buffers are (small buffers on the idle VMs). This process holds about a dozen fds per VM (its
- * vhost-user socket, memfd, kick and call eventfds); the app raises its own limit. One app
- * serves at most VSOCK_PMD_MAX_VMS VMs (include/vsock_pmd.h, 256): the engine's VM table,
+ * vhost-user socket, memfd, kick and call eventfds); the app budgets its own, for which the
+ * idle VMs take SCALE_IDLE_CONNS connections each. One app serves at most VSOCK_PMD_MAX_VMS VMs (include/vsock_pmd.h, 256): the engine's VM table,
  * and each worker's, are that long; --vms refuses larger counts.
  */
 #include <errno.h>
@@ -51,6 +51,12 @@
 
 /* Payload mbufs per VM, as an app option. */
 #define SCALE_MBUFS "256"
+/*
+ * Connections of each idle VM, which opens none: the app budgets max-connections + 32
+ * descriptors per VM and refuses to start beyond its hard limit, which the default 1023 would
+ * pass at 256 VMs (about 270,000) on most machines.
+ */
+#define SCALE_IDLE_CONNS 16
 /* Before the idle window: the attaches' last control work done. */
 #define SCALE_SETTLE_US 100000
 /* The guests' attaches and the engine's takeovers, all of them: longer than one's. */
@@ -85,7 +91,8 @@ static int write_config(unsigned int n, char *path, size_t len)
 
 		vm_path(cid, "sock", sock, sizeof(sock));
 		vm_path(cid, "vsock", uds, sizeof(uds));
-		fprintf(f, "vm cid=%u,socket=%s,uds=%s\n", cid, sock, uds);
+		fprintf(f, "vm cid=%u,socket=%s,uds=%s,max-connections=%u\n", cid, sock, uds,
+			SCALE_IDLE_CONNS);
 	}
 	return fclose(f) == 0 ? 0 : -errno;
 }

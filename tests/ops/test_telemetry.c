@@ -116,7 +116,8 @@ test_vms_pages(void)
 	for (cid = 4; cid < NB_MANY + 3; cid++) {
 		long_path(cid, "sock", 107, sock, sizeof(sock));
 		long_path(cid, "vsock", 96, uds, sizeof(uds));
-		fprintf(f, "vm cid=%u,socket=%s,uds=%s\n", cid, sock, uds);
+		/* Few connections each: the app budgets max-connections + 32 descriptors a VM. */
+		fprintf(f, "vm cid=%u,socket=%s,uds=%s,max-connections=8\n", cid, sock, uds);
 	}
 	fclose(f);
 	extra[1] = cfg;

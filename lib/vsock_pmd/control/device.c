@@ -455,12 +455,23 @@ static int new_connection(int vid)
 			  dev->conf.cid, vid);
 		goto out;
 	}
+	/*
+	 * Each connection may hold a memory table and ring eventfds: the descriptor budget
+	 * (VSOCK_PMD_FDS_VM_RUN) counts the running frontend's and one reconnecting.
+	 */
+	if (dev->frontend_conns >= VSOCK_PMD_FRONTEND_CONNS) {
+		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": vhost-user connection (vid %d) refused: %u "
+			  "are open already, the most one VM may have", dev->conf.cid, vid,
+			  dev->frontend_conns);
+		goto out;
+	}
 	if (rte_vhost_extern_callback_register(vid, &extern_ops, dev) < 0) {
 		VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot hook vhost-user messages",
 			  dev->conf.cid);
 		goto out;
 	}
 	vid_devs[vid] = dev;
+	dev->frontend_conns++;
 	VSOCK_LOG(INFO, "VM cid %" PRIu64 ": frontend connected (vid %d)", dev->conf.cid, vid);
 	rc = 0;
 out:
@@ -476,6 +487,7 @@ static void destroy_connection(int vid)
 	dev = dev_by_vid(vid);
 	if (dev) {
 		vid_devs[vid] = NULL;
+		dev->frontend_conns--;
 		VSOCK_LOG(INFO, "VM cid %" PRIu64 ": frontend disconnected (vid %d)",
 			  dev->conf.cid, vid);
 	}

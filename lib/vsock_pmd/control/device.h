@@ -37,6 +37,8 @@ struct vsock_dev {
 
 	/* Control state, under the device table lock (the frontend's vid is dp.vid). */
 	bool running;		/* between new_device and destroy_device */
+	/* vhost-user connections open, at most VSOCK_PMD_FRONTEND_CONNS (new_connection). */
+	unsigned int frontend_conns;
 	/*
 	 * The frontend is changing the memory table or a ring of the running device: the
 	 * worker is off it until its rings load again (post_msg_handle).
