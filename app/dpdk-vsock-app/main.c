@@ -433,7 +433,8 @@ int main(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 	fds.mem = mem_fds();
-	fds.eal = open_fds() - fds.mem;
+	fds.eal = open_fds();
+	fds.eal = fds.eal > fds.mem ? fds.eal - fds.mem : 0;
 	fds.workers = rte_lcore_count() - 1;
 	if (!fd_budget_fits(&fds, opts.pmd.nb_vms, true, argv[0])) {
 		rte_eal_cleanup();
