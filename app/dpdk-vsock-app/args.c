@@ -188,7 +188,7 @@ static int parse_socket_group(const char *val, uint32_t *gid, char *err, size_t 
 	char buf[4096];
 	uint32_t v;
 
-	if (val[strspn(val, "0123456789")] == '\0') {
+	if (*val != '\0' && val[strspn(val, "0123456789")] == '\0') {
 		if (num_u32("--vm: socket-group (gid)", val, 0, UINT32_MAX, &v, err, err_len) < 0)
 			return -1;
 		getgrgid_r((gid_t)v, &gr, buf, sizeof(buf), &res);

@@ -460,6 +460,7 @@ static void test_decimal(void)
 		{ "max-connections=0100", "--vm: max-connections '0100' has a leading zero" },
 		{ "queue_size=0x100", "--vm: queue-size '0x100' is not a decimal number" },
 		{ "socket-group=00", "--vm: socket-group (gid) '00' has a leading zero" },
+		{ "socket-group=", "--vm: socket-group '' is not a group name or gid" },
 	};
 	struct app_opts opts;
 	char a[512], cmd[768], text[512];
