@@ -458,6 +458,7 @@ static void test_decimal(void)
 		{ "guest_cid=010", "--vm: guest-cid '010' has a leading zero" },
 		{ "lcore=01", "--vm: lcore '01' has a leading zero" },
 		{ "max-connections=0100", "--vm: max-connections '0100' has a leading zero" },
+		{ "max-pipes=0x10", "--vm: max-pipes '0x10' is not a decimal number in 1..16384" },
 		{ "queue_size=0x100", "--vm: queue-size '0x100' is not a decimal number" },
 		{ "socket-group=00", "--vm: socket-group (gid) '00' has a leading zero" },
 		{ "socket-group=", "--vm: socket-group '' is not a group name or gid" },
