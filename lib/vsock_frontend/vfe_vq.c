@@ -8,16 +8,14 @@
 #include <errno.h>
 #include <stddef.h>
 #include <poll.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "vfe.h"
+#include "vfe_vq_common.h"
 #include "vfe_vq_packed.h"
 
-#define VFE_VQ_MAX 32768
 #define VFE_POLL_SLEEP_NS 20000
 
 /* avail_event sits right after the used ring's entries (virtio 1.x 2.7.8). */
@@ -62,52 +60,6 @@ vfe_vq_init(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start
 	vq->avail->ring[num] = htole16(start);
 	vq->track_used_event = true;
 	return 0;
-}
-
-int
-vfe_vq_init_common(struct vfe_vq *vq, size_t desc_size, uint16_t indirect_max)
-{
-	uint16_t i;
-	int rc;
-
-	if (indirect_max > 0) {
-		vq->indirect = vfe_mem_alloc(vq->mem, desc_size * vq->num * indirect_max, 16,
-				&vq->indirect_gpa);
-		if (vq->indirect == NULL)
-			return -ENOMEM;
-		vq->indirect_max = indirect_max;
-	}
-	vq->slot = calloc(vq->num, sizeof(*vq->slot));
-	if (vq->slot == NULL)
-		return -ENOMEM;
-	/* slot[].next chains the free buffer ids. */
-	for (i = 0; i < vq->num; i++)
-		vq->slot[i].next = i + 1;
-	vq->free_head = 0;
-	vq->num_free = vq->num;
-	vq->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	vq->call_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (vq->kick_fd < 0 || vq->call_fd < 0) {
-		rc = -errno;
-		vfe_vq_fini(vq);
-		return rc;
-	}
-	return 0;
-}
-
-void
-vfe_vq_fini(struct vfe_vq *vq)
-{
-	if (vq->kick_fd >= 0)
-		close(vq->kick_fd);
-	if (vq->call_fd >= 0)
-		close(vq->call_fd);
-	vq->kick_fd = -1;
-	vq->call_fd = -1;
-	free(vq->slot);
-	vq->slot = NULL;
-	free(vq->pending);
-	vq->pending = NULL;
 }
 
 uint16_t

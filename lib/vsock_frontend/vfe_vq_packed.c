@@ -9,8 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "vfe_vq_common.h"
 #include "vfe_vq_packed.h"
 
 #define F_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
@@ -42,7 +42,7 @@ vfe_vq_init_packed(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_
 	memset(vq, 0, sizeof(*vq));
 	vq->kick_fd = -1;
 	vq->call_fd = -1;
-	if (num == 0 || num > 32768 || (num & (num - 1)) != 0 || (start & 0x7fff) >= num)
+	if (num == 0 || num > VFE_VQ_MAX || (num & (num - 1)) != 0 || (start & 0x7fff) >= num)
 		return -EINVAL;
 	vq->mem = mem;
 	vq->num = num;

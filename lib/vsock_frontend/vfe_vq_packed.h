@@ -1,20 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The packed layout of vfe_vq: vfe_vq.c's public calls hand a packed ring
- * to these, and its init shares one step with the split one's. Private to
- * the frontend library.
+ * to these. Private to the frontend library.
  */
 #ifndef VSOCK_FRONTEND_VFE_VQ_PACKED_H
 #define VSOCK_FRONTEND_VFE_VQ_PACKED_H
 
 #include "vfe.h"
-
-/*
- * Shared by both layouts' init, once the rings are placed (in vfe_vq.c): the
- * indirect tables (@p desc_size bytes an entry), the free list of buffer ids
- * and the eventfds. On an eventfd error the queue is finied.
- */
-int vfe_vq_init_common(struct vfe_vq *vq, size_t desc_size, uint16_t indirect_max);
 
 int vfe_vqp_add(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n, void *cookie);
 int vfe_vqp_add_indirect(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n,
