@@ -20,8 +20,7 @@
 #define VFE_REPLY_TIMEOUT_MS 5000
 #define VFE_CONNECT_RETRY_US 10000
 
-static const char *
-req_name(uint32_t request)
+static const char *req_name(uint32_t request)
 {
 	static const char *const names[] = {
 		[VFE_REQ_GET_FEATURES] = "GET_FEATURES",
@@ -47,13 +46,11 @@ req_name(uint32_t request)
 	return "request";
 }
 
-static int
-fail(struct vfe_conn *c, int rc, const char *fmt, ...)
+static int fail(struct vfe_conn *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Record why a call failed and return @p rc, so callers can "return fail()". */
-static int
-fail(struct vfe_conn *c, int rc, const char *fmt, ...)
+static int fail(struct vfe_conn *c, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -63,8 +60,7 @@ fail(struct vfe_conn *c, int rc, const char *fmt, ...)
 	return rc;
 }
 
-static uint64_t
-now_ms(void)
+static uint64_t now_ms(void)
 {
 	struct timespec ts;
 
@@ -72,8 +68,7 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-int
-vfe_conn_open(struct vfe_conn *c, const char *path, unsigned int timeout_ms)
+int vfe_conn_open(struct vfe_conn *c, const char *path, unsigned int timeout_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	uint64_t deadline = now_ms() + timeout_ms;
@@ -104,16 +99,14 @@ vfe_conn_open(struct vfe_conn *c, const char *path, unsigned int timeout_ms)
 	return 0;
 }
 
-void
-vfe_conn_close(struct vfe_conn *c)
+void vfe_conn_close(struct vfe_conn *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
 }
 
-int
-vfe_conn_send(struct vfe_conn *c, const struct vfe_msg *m, const int *fds, unsigned int nfds)
+int vfe_conn_send(struct vfe_conn *c, const struct vfe_msg *m, const int *fds, unsigned int nfds)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * VFE_MAX_FDS)];
@@ -155,8 +148,7 @@ vfe_conn_send(struct vfe_conn *c, const struct vfe_msg *m, const int *fds, unsig
 }
 
 /* Read exactly @p len bytes before the deadline; fds that come along are closed. */
-static int
-recv_all(struct vfe_conn *c, void *buf, size_t len, uint64_t deadline, uint32_t request)
+static int recv_all(struct vfe_conn *c, void *buf, size_t len, uint64_t deadline, uint32_t request)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * VFE_MAX_FDS)];
@@ -207,8 +199,7 @@ recv_all(struct vfe_conn *c, void *buf, size_t len, uint64_t deadline, uint32_t 
 	return 0;
 }
 
-int
-vfe_conn_recv(struct vfe_conn *c, uint32_t request, uint32_t size, struct vfe_msg *m)
+int vfe_conn_recv(struct vfe_conn *c, uint32_t request, uint32_t size, struct vfe_msg *m)
 {
 	uint64_t deadline = now_ms() + c->reply_timeout_ms;
 	int rc;
@@ -236,8 +227,7 @@ vfe_conn_recv(struct vfe_conn *c, uint32_t request, uint32_t size, struct vfe_ms
 	return 0;
 }
 
-int
-vfe_conn_request(struct vfe_conn *c, struct vfe_msg *m, const int *fds, unsigned int nfds)
+int vfe_conn_request(struct vfe_conn *c, struct vfe_msg *m, const int *fds, unsigned int nfds)
 {
 	bool ack = c->protocol_features & (1ULL << VFE_PROTOCOL_F_REPLY_ACK);
 	struct vfe_msg r;
@@ -256,8 +246,7 @@ vfe_conn_request(struct vfe_conn *c, struct vfe_msg *m, const int *fds, unsigned
 	return 0;
 }
 
-static int
-get_u64(struct vfe_conn *c, uint32_t request, uint64_t *val)
+static int get_u64(struct vfe_conn *c, uint32_t request, uint64_t *val)
 {
 	struct vfe_msg m = { .request = request, .flags = VFE_MSG_VERSION };
 	int rc;
@@ -270,16 +259,14 @@ get_u64(struct vfe_conn *c, uint32_t request, uint64_t *val)
 	return rc;
 }
 
-static int
-set_u64(struct vfe_conn *c, uint32_t request, uint64_t val, int fd)
+static int set_u64(struct vfe_conn *c, uint32_t request, uint64_t val, int fd)
 {
 	struct vfe_msg m = { .request = request, .size = sizeof(m.p.u64), .p.u64 = val };
 
 	return vfe_conn_request(c, &m, &fd, fd >= 0 ? 1 : 0);
 }
 
-static int
-set_state(struct vfe_conn *c, uint32_t request, uint32_t index, uint32_t num)
+static int set_state(struct vfe_conn *c, uint32_t request, uint32_t index, uint32_t num)
 {
 	struct vfe_msg m = {
 		.request = request,
@@ -290,8 +277,7 @@ set_state(struct vfe_conn *c, uint32_t request, uint32_t index, uint32_t num)
 	return vfe_conn_request(c, &m, NULL, 0);
 }
 
-int
-vfe_conn_sync(struct vfe_conn *c)
+int vfe_conn_sync(struct vfe_conn *c)
 {
 	uint64_t features;
 
@@ -299,34 +285,29 @@ vfe_conn_sync(struct vfe_conn *c)
 	return get_u64(c, VFE_REQ_GET_FEATURES, &features);
 }
 
-int
-vfe_get_features(struct vfe_conn *c, uint64_t *features)
+int vfe_get_features(struct vfe_conn *c, uint64_t *features)
 {
 	return get_u64(c, VFE_REQ_GET_FEATURES, features);
 }
 
-int
-vfe_set_features(struct vfe_conn *c, uint64_t features)
+int vfe_set_features(struct vfe_conn *c, uint64_t features)
 {
 	return set_u64(c, VFE_REQ_SET_FEATURES, features, -1);
 }
 
-int
-vfe_set_owner(struct vfe_conn *c)
+int vfe_set_owner(struct vfe_conn *c)
 {
 	struct vfe_msg m = { .request = VFE_REQ_SET_OWNER };
 
 	return vfe_conn_request(c, &m, NULL, 0);
 }
 
-int
-vfe_get_protocol_features(struct vfe_conn *c, uint64_t *features)
+int vfe_get_protocol_features(struct vfe_conn *c, uint64_t *features)
 {
 	return get_u64(c, VFE_REQ_GET_PROTOCOL_FEATURES, features);
 }
 
-int
-vfe_set_protocol_features(struct vfe_conn *c, uint64_t features)
+int vfe_set_protocol_features(struct vfe_conn *c, uint64_t features)
 {
 	int rc;
 
@@ -338,14 +319,12 @@ vfe_set_protocol_features(struct vfe_conn *c, uint64_t features)
 	return rc;
 }
 
-int
-vfe_get_queue_num(struct vfe_conn *c, uint64_t *num)
+int vfe_get_queue_num(struct vfe_conn *c, uint64_t *num)
 {
 	return get_u64(c, VFE_REQ_GET_QUEUE_NUM, num);
 }
 
-int
-vfe_get_config(struct vfe_conn *c, uint32_t offset, uint32_t size, void *buf)
+int vfe_get_config(struct vfe_conn *c, uint32_t offset, uint32_t size, void *buf)
 {
 	const uint32_t hdr = offsetof(struct vfe_config, data);
 	struct vfe_msg m = {
@@ -370,8 +349,7 @@ vfe_get_config(struct vfe_conn *c, uint32_t offset, uint32_t size, void *buf)
 	return 0;
 }
 
-int
-vfe_get_config_cid(struct vfe_conn *c, uint64_t *cid)
+int vfe_get_config_cid(struct vfe_conn *c, uint64_t *cid)
 {
 	uint64_t le;
 	int rc;
@@ -382,8 +360,7 @@ vfe_get_config_cid(struct vfe_conn *c, uint64_t *cid)
 	return rc;
 }
 
-int
-vfe_set_mem_table(struct vfe_conn *c, const struct vfe_mem *mem)
+int vfe_set_mem_table(struct vfe_conn *c, const struct vfe_mem *mem)
 {
 	struct vfe_msg m = { .request = VFE_REQ_SET_MEM_TABLE };
 	int fds[VFE_MAX_REGIONS];
@@ -407,14 +384,12 @@ vfe_set_mem_table(struct vfe_conn *c, const struct vfe_mem *mem)
 	return vfe_conn_request(c, &m, fds, mem->nregions);
 }
 
-int
-vfe_set_vring_num(struct vfe_conn *c, uint32_t index, uint32_t num)
+int vfe_set_vring_num(struct vfe_conn *c, uint32_t index, uint32_t num)
 {
 	return set_state(c, VFE_REQ_SET_VRING_NUM, index, num);
 }
 
-int
-vfe_set_vring_addr(struct vfe_conn *c, const struct vfe_vring_addr *addr)
+int vfe_set_vring_addr(struct vfe_conn *c, const struct vfe_vring_addr *addr)
 {
 	struct vfe_msg m = {
 		.request = VFE_REQ_SET_VRING_ADDR,
@@ -425,14 +400,12 @@ vfe_set_vring_addr(struct vfe_conn *c, const struct vfe_vring_addr *addr)
 	return vfe_conn_request(c, &m, NULL, 0);
 }
 
-int
-vfe_set_vring_base(struct vfe_conn *c, uint32_t index, uint32_t base)
+int vfe_set_vring_base(struct vfe_conn *c, uint32_t index, uint32_t base)
 {
 	return set_state(c, VFE_REQ_SET_VRING_BASE, index, base);
 }
 
-int
-vfe_get_vring_base(struct vfe_conn *c, uint32_t index, uint32_t *base)
+int vfe_get_vring_base(struct vfe_conn *c, uint32_t index, uint32_t *base)
 {
 	struct vfe_msg m = {
 		.request = VFE_REQ_GET_VRING_BASE,
@@ -454,20 +427,17 @@ vfe_get_vring_base(struct vfe_conn *c, uint32_t index, uint32_t *base)
 	return 0;
 }
 
-int
-vfe_set_vring_kick(struct vfe_conn *c, uint32_t index, int fd)
+int vfe_set_vring_kick(struct vfe_conn *c, uint32_t index, int fd)
 {
 	return set_u64(c, VFE_REQ_SET_VRING_KICK, index | (fd < 0 ? VFE_VRING_NOFD : 0), fd);
 }
 
-int
-vfe_set_vring_call(struct vfe_conn *c, uint32_t index, int fd)
+int vfe_set_vring_call(struct vfe_conn *c, uint32_t index, int fd)
 {
 	return set_u64(c, VFE_REQ_SET_VRING_CALL, index | (fd < 0 ? VFE_VRING_NOFD : 0), fd);
 }
 
-int
-vfe_set_vring_enable(struct vfe_conn *c, uint32_t index, bool enable)
+int vfe_set_vring_enable(struct vfe_conn *c, uint32_t index, bool enable)
 {
 	return set_state(c, VFE_REQ_SET_VRING_ENABLE, index, enable);
 }

@@ -35,8 +35,10 @@ struct vfe_guest_priv {
 	int hnext[VFE_GUEST_MAX_CONNS];
 };
 
-static void __attribute__((format(printf, 2, 3)))
-breach(struct vfe_guest *g, const char *fmt, ...)
+static void breach(struct vfe_guest *g, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void breach(struct vfe_guest *g, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -47,14 +49,12 @@ breach(struct vfe_guest *g, const char *fmt, ...)
 	va_end(ap);
 }
 
-static unsigned int
-hash_of(uint32_t local, uint32_t peer)
+static unsigned int hash_of(uint32_t local, uint32_t peer)
 {
 	return (local * 2654435761u ^ peer * 40503u) % HASH_SIZE;
 }
 
-static struct vfe_guest_conn *
-conn_find(const struct vfe_guest *g, uint32_t local, uint32_t peer)
+static struct vfe_guest_conn *conn_find(const struct vfe_guest *g, uint32_t local, uint32_t peer)
 {
 	int i;
 
@@ -67,8 +67,8 @@ conn_find(const struct vfe_guest *g, uint32_t local, uint32_t peer)
 	return NULL;
 }
 
-static struct vfe_guest_conn *
-conn_new(struct vfe_guest *g, uint32_t local, uint32_t peer, uint16_t type)
+static struct vfe_guest_conn *conn_new(struct vfe_guest *g, uint32_t local, uint32_t peer,
+		uint16_t type)
 {
 	struct vfe_guest_conn *c = NULL;
 	unsigned int i, h;
@@ -96,8 +96,7 @@ conn_new(struct vfe_guest *g, uint32_t local, uint32_t peer, uint16_t type)
 	return c;
 }
 
-void
-vfe_guest_release(struct vfe_guest *g, struct vfe_guest_conn *c)
+void vfe_guest_release(struct vfe_guest *g, struct vfe_guest_conn *c)
 {
 	int idx = (int)(c - g->conns);
 	int *p = &g->priv->hash[hash_of(c->local_port, c->peer_port)];
@@ -120,9 +119,8 @@ vfe_guest_release(struct vfe_guest *g, struct vfe_guest_conn *c)
 
 /* ---- buffers ---- */
 
-static void *
-alloc_piece(struct vfe_guest *g, size_t len, char what, unsigned int slot, unsigned int piece,
-		uint64_t *gpa)
+static void *alloc_piece(struct vfe_guest *g, size_t len, char what, unsigned int slot,
+		unsigned int piece, uint64_t *gpa)
 {
 	if (g->conf.alloc != NULL)
 		return g->conf.alloc(g->conf.alloc_ctx, &g->v->mem, len, what, slot, piece, gpa);
@@ -130,8 +128,7 @@ alloc_piece(struct vfe_guest *g, size_t len, char what, unsigned int slot, unsig
 }
 
 /* Split @p total bytes over @p n pieces, the header first if @p hdr_piece. */
-static int
-slot_init(struct vfe_guest *g, struct vfe_guest_slot *s, char what, unsigned int idx,
+static int slot_init(struct vfe_guest *g, struct vfe_guest_slot *s, char what, unsigned int idx,
 		uint32_t total, unsigned int n, bool hdr_piece)
 {
 	uint32_t left = total, each;
@@ -156,15 +153,14 @@ slot_init(struct vfe_guest *g, struct vfe_guest_slot *s, char what, unsigned int
 }
 
 /* Descriptors a chain of @p n pieces takes (conf.empty_descs adds n + 1 empty ones). */
-static unsigned int
-chain_descs(const struct vfe_guest *g, unsigned int n)
+static unsigned int chain_descs(const struct vfe_guest *g, unsigned int n)
 {
 	return g->conf.empty_descs ? 2 * n + 1 : n;
 }
 
 /* Append piece @p b to chain @p d of *n descriptors; with empty_descs, an empty one after it. */
-static void
-chain_add(const struct vfe_guest *g, struct vfe_buf *d, unsigned int *n, struct vfe_buf b)
+static void chain_add(const struct vfe_guest *g, struct vfe_buf *d, unsigned int *n,
+		struct vfe_buf b)
 {
 	/* Empty descriptors point at the piece, in its direction: nothing there may be touched. */
 	const struct vfe_buf empty = { .gpa = b.gpa, .len = 0, .writable = b.writable };
@@ -176,8 +172,7 @@ chain_add(const struct vfe_guest *g, struct vfe_buf *d, unsigned int *n, struct 
 		d[(*n)++] = empty;
 }
 
-static int
-rx_post(struct vfe_guest *g, struct vfe_guest_slot *s)
+static int rx_post(struct vfe_guest *g, struct vfe_guest_slot *s)
 {
 	struct vfe_vq *rx = &g->v->vq[VFE_VSOCK_RX];
 	struct vfe_buf b[VFE_GUEST_MAX_DESCS];
@@ -191,8 +186,7 @@ rx_post(struct vfe_guest *g, struct vfe_guest_slot *s)
 	return vfe_vq_add(rx, b, n, s);
 }
 
-static void
-rx_kick(struct vfe_guest *g)
+static void rx_kick(struct vfe_guest *g)
 {
 	struct vfe_vq *rx = &g->v->vq[VFE_VSOCK_RX];
 
@@ -204,8 +198,8 @@ rx_kick(struct vfe_guest *g)
 }
 
 /* Copy between a slot's pieces and a flat buffer, @p off bytes into the slot. */
-static void
-slot_copy(const struct vfe_guest_slot *s, uint32_t off, void *flat, uint32_t len, bool to_slot)
+static void slot_copy(const struct vfe_guest_slot *s, uint32_t off, void *flat, uint32_t len,
+		bool to_slot)
 {
 	unsigned int i;
 
@@ -227,8 +221,7 @@ slot_copy(const struct vfe_guest_slot *s, uint32_t off, void *flat, uint32_t len
 	}
 }
 
-int
-vfe_guest_init(struct vfe_guest *g, struct vfe_vsock *v, const struct vfe_guest_conf *conf)
+int vfe_guest_init(struct vfe_guest *g, struct vfe_vsock *v, const struct vfe_guest_conf *conf)
 {
 	static const struct vfe_guest_conf defaults;
 	uint16_t num = v->vq[VFE_VSOCK_RX].num;
@@ -304,8 +297,7 @@ vfe_guest_init(struct vfe_guest *g, struct vfe_vsock *v, const struct vfe_guest_
 	return 0;
 }
 
-void
-vfe_guest_fini(struct vfe_guest *g)
+void vfe_guest_fini(struct vfe_guest *g)
 {
 	unsigned int i;
 
@@ -326,8 +318,7 @@ vfe_guest_fini(struct vfe_guest *g)
 
 /* ---- tx ---- */
 
-unsigned int
-vfe_guest_tx_free(const struct vfe_guest *g)
+unsigned int vfe_guest_tx_free(const struct vfe_guest *g)
 {
 	unsigned int d = g->v->vq[VFE_VSOCK_TX].num_free;
 
@@ -335,8 +326,8 @@ vfe_guest_tx_free(const struct vfe_guest *g)
 }
 
 /* Descriptors a packet of @p len payload bytes needs. */
-static unsigned int
-tx_desc_needed(const struct vfe_guest *g, const struct vfe_guest_slot *s, uint32_t len)
+static unsigned int tx_desc_needed(const struct vfe_guest *g, const struct vfe_guest_slot *s,
+		uint32_t len)
 {
 	uint32_t left = VFE_GUEST_HDR_LEN + len;
 	unsigned int i;
@@ -349,8 +340,7 @@ tx_desc_needed(const struct vfe_guest *g, const struct vfe_guest_slot *s, uint32
 }
 
 /* Put one packet on the tx ring (not published). -ENOSPC when out of descriptors. */
-static int
-tx_packet(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt, const void *payload)
+static int tx_packet(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt, const void *payload)
 {
 	struct vfe_vq *tx = &g->v->vq[VFE_VSOCK_TX];
 	struct vfe_guest_priv *p = g->priv;
@@ -388,8 +378,7 @@ tx_packet(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt, const void *payl
 	return 0;
 }
 
-static void
-tx_kick(struct vfe_guest *g)
+static void tx_kick(struct vfe_guest *g)
 {
 	struct vfe_vq *tx = &g->v->vq[VFE_VSOCK_TX];
 
@@ -400,8 +389,7 @@ tx_kick(struct vfe_guest *g)
 	}
 }
 
-int
-vfe_guest_send_empty(struct vfe_guest *g, unsigned int n)
+int vfe_guest_send_empty(struct vfe_guest *g, unsigned int n)
 {
 	struct vfe_vq *tx = &g->v->vq[VFE_VSOCK_TX];
 	struct vfe_guest_priv *p = g->priv;
@@ -427,9 +415,8 @@ vfe_guest_send_empty(struct vfe_guest *g, unsigned int n)
 	return 0;
 }
 
-static struct vfe_vsock_pkt
-hdr_for(const struct vfe_guest *g, const struct vfe_guest_conn *c, uint16_t op, uint32_t len,
-		uint32_t flags)
+static struct vfe_vsock_pkt hdr_for(const struct vfe_guest *g, const struct vfe_guest_conn *c,
+		uint16_t op, uint32_t len, uint32_t flags)
 {
 	return (struct vfe_vsock_pkt){
 		.src_cid = g->cid, .dst_cid = VFE_GUEST_HOST_CID,
@@ -439,8 +426,7 @@ hdr_for(const struct vfe_guest *g, const struct vfe_guest_conn *c, uint16_t op, 
 	};
 }
 
-static int
-ctl_send_now(struct vfe_guest *g, const struct ctl_entry *e)
+static int ctl_send_now(struct vfe_guest *g, const struct ctl_entry *e)
 {
 	struct vfe_guest_conn *c = e->conn >= 0 ? &g->conns[e->conn] : NULL;
 	struct vfe_vsock_pkt pkt;
@@ -465,8 +451,7 @@ ctl_send_now(struct vfe_guest *g, const struct ctl_entry *e)
 }
 
 /* Send now, or queue behind earlier control packets when the ring is full. */
-static int
-ctl_send(struct vfe_guest *g, const struct ctl_entry *e)
+static int ctl_send(struct vfe_guest *g, const struct ctl_entry *e)
 {
 	struct vfe_guest_priv *p = g->priv;
 
@@ -480,8 +465,7 @@ ctl_send(struct vfe_guest *g, const struct ctl_entry *e)
 	return 0;
 }
 
-static void
-ctl_flush(struct vfe_guest *g)
+static void ctl_flush(struct vfe_guest *g)
 {
 	struct vfe_guest_priv *p = g->priv;
 	bool sent = false;
@@ -495,8 +479,7 @@ ctl_flush(struct vfe_guest *g)
 		tx_kick(g);
 }
 
-static int
-conn_ctl(struct vfe_guest *g, struct vfe_guest_conn *c, uint16_t op, uint32_t flags)
+static int conn_ctl(struct vfe_guest *g, struct vfe_guest_conn *c, uint16_t op, uint32_t flags)
 {
 	struct ctl_entry e = {
 		.local_port = c->local_port, .peer_port = c->peer_port,
@@ -506,22 +489,19 @@ conn_ctl(struct vfe_guest *g, struct vfe_guest_conn *c, uint16_t op, uint32_t fl
 	return ctl_send(g, &e);
 }
 
-int
-vfe_guest_send_ctl(struct vfe_guest *g, struct vfe_guest_conn *c, uint16_t op, uint32_t flags)
+int vfe_guest_send_ctl(struct vfe_guest *g, struct vfe_guest_conn *c, uint16_t op, uint32_t flags)
 {
 	return conn_ctl(g, c, op, flags);
 }
 
-uint32_t
-vfe_guest_credit(const struct vfe_guest_conn *c)
+uint32_t vfe_guest_credit(const struct vfe_guest_conn *c)
 {
 	uint32_t in_flight = c->tx_cnt - c->peer_fwd_cnt;
 
 	return in_flight >= c->peer_buf_alloc ? 0 : c->peer_buf_alloc - in_flight;
 }
 
-static int
-rw_packet(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf, uint32_t len,
+static int rw_packet(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf, uint32_t len,
 		uint32_t flags)
 {
 	struct vfe_vsock_pkt pkt = hdr_for(g, c, VIRTIO_VSOCK_OP_RW, len, flags);
@@ -534,8 +514,7 @@ rw_packet(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf, uint32
 	return rc;
 }
 
-long
-vfe_guest_send(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf, size_t len)
+long vfe_guest_send(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	size_t done = 0;
@@ -561,8 +540,7 @@ vfe_guest_send(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf, s
 	return (long)done;
 }
 
-int
-vfe_guest_send_msg(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf, size_t len)
+int vfe_guest_send_msg(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf, size_t len)
 {
 	const uint32_t eom = VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR;
 	unsigned int pkts = len ? (unsigned int)((len + g->conf.tx_max_payload - 1) /
@@ -592,8 +570,7 @@ vfe_guest_send_msg(struct vfe_guest *g, struct vfe_guest_conn *c, const void *bu
 	return 1;
 }
 
-int
-vfe_guest_send_raw(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf,
+int vfe_guest_send_raw(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf,
 		uint32_t len, uint32_t flags)
 {
 	int rc;
@@ -606,8 +583,7 @@ vfe_guest_send_raw(struct vfe_guest *g, struct vfe_guest_conn *c, const void *bu
 	return rc;
 }
 
-struct vfe_guest_conn *
-vfe_guest_connect(struct vfe_guest *g, uint32_t port, uint16_t type)
+struct vfe_guest_conn *vfe_guest_connect(struct vfe_guest *g, uint32_t port, uint16_t type)
 {
 	struct vfe_guest_conn *c;
 	uint32_t local;
@@ -626,14 +602,12 @@ vfe_guest_connect(struct vfe_guest *g, uint32_t port, uint16_t type)
 	return c;
 }
 
-void
-vfe_guest_listen(struct vfe_guest *g, uint32_t port, bool on)
+void vfe_guest_listen(struct vfe_guest *g, uint32_t port, bool on)
 {
 	g->listening[port & 0xffff] = on;
 }
 
-struct vfe_guest_conn *
-vfe_guest_accept(struct vfe_guest *g)
+struct vfe_guest_conn *vfe_guest_accept(struct vfe_guest *g)
 {
 	uint16_t idx;
 
@@ -645,8 +619,7 @@ vfe_guest_accept(struct vfe_guest *g)
 	return &g->conns[idx];
 }
 
-int
-vfe_guest_shutdown(struct vfe_guest *g, struct vfe_guest_conn *c, uint32_t flags)
+int vfe_guest_shutdown(struct vfe_guest *g, struct vfe_guest_conn *c, uint32_t flags)
 {
 	if (c->state != VFE_GC_ESTABLISHED)
 		return -ENOTCONN;
@@ -656,15 +629,13 @@ vfe_guest_shutdown(struct vfe_guest *g, struct vfe_guest_conn *c, uint32_t flags
 
 /* ---- rx ---- */
 
-uint32_t
-vfe_guest_rx_avail(const struct vfe_guest_conn *c)
+uint32_t vfe_guest_rx_avail(const struct vfe_guest_conn *c)
 {
 	return c->rx_cnt - c->fwd_cnt;
 }
 
 /* Linux answers a full shutdown with RST once nothing is left to read. */
-static void
-close_check(struct vfe_guest *g, struct vfe_guest_conn *c)
+static void close_check(struct vfe_guest *g, struct vfe_guest_conn *c)
 {
 	if (c->state == VFE_GC_ESTABLISHED && c->peer_shut == SHUT_BOTH &&
 	    vfe_guest_rx_avail(c) == 0) {
@@ -673,16 +644,14 @@ close_check(struct vfe_guest *g, struct vfe_guest_conn *c)
 	}
 }
 
-static uint32_t
-credit_threshold(const struct vfe_guest *g, const struct vfe_guest_conn *c)
+static uint32_t credit_threshold(const struct vfe_guest *g, const struct vfe_guest_conn *c)
 {
 	if (g->conf.credit_threshold)
 		return g->conf.credit_threshold;
 	return c->buf_alloc / 2 < VFE_GUEST_MAX_PKT ? c->buf_alloc / 2 : VFE_GUEST_MAX_PKT;
 }
 
-size_t
-vfe_guest_recv(struct vfe_guest *g, struct vfe_guest_conn *c, void *buf, size_t len)
+size_t vfe_guest_recv(struct vfe_guest *g, struct vfe_guest_conn *c, void *buf, size_t len)
 {
 	uint32_t avail = vfe_guest_rx_avail(c);
 	uint32_t off, n, first;
@@ -720,8 +689,7 @@ vfe_guest_recv(struct vfe_guest *g, struct vfe_guest_conn *c, void *buf, size_t 
 	return n;
 }
 
-long
-vfe_guest_next_msg(const struct vfe_guest_conn *c, uint32_t *flags)
+long vfe_guest_next_msg(const struct vfe_guest_conn *c, uint32_t *flags)
 {
 	if (c->msg_count == 0)
 		return -EAGAIN;
@@ -731,8 +699,8 @@ vfe_guest_next_msg(const struct vfe_guest_conn *c, uint32_t *flags)
 }
 
 /* Header checks every packet from the device must pass, whatever its connection. */
-static bool
-hdr_valid(struct vfe_guest *g, const struct vfe_vsock_pkt *h, uint32_t used_len, uint32_t cap)
+static bool hdr_valid(struct vfe_guest *g, const struct vfe_vsock_pkt *h, uint32_t used_len,
+		uint32_t cap)
 {
 	if (used_len < VFE_GUEST_HDR_LEN || used_len > cap) {
 		breach(g, "used len %u outside [44, %u]", used_len, cap);
@@ -775,8 +743,7 @@ hdr_valid(struct vfe_guest *g, const struct vfe_vsock_pkt *h, uint32_t used_len,
 	return true;
 }
 
-static void
-rx_rw(struct vfe_guest *g, struct vfe_guest_conn *c, const struct vfe_guest_slot *s,
+static void rx_rw(struct vfe_guest *g, struct vfe_guest_conn *c, const struct vfe_guest_slot *s,
 		const struct vfe_vsock_pkt *h)
 {
 	uint32_t off, first;
@@ -819,8 +786,7 @@ rx_rw(struct vfe_guest *g, struct vfe_guest_conn *c, const struct vfe_guest_slot
 	}
 }
 
-static void
-rx_packet(struct vfe_guest *g, const struct vfe_guest_slot *s, uint32_t used_len)
+static void rx_packet(struct vfe_guest *g, const struct vfe_guest_slot *s, uint32_t used_len)
 {
 	struct virtio_vsock_hdr raw;
 	struct vfe_vsock_pkt h;
@@ -919,8 +885,7 @@ rx_packet(struct vfe_guest *g, const struct vfe_guest_slot *s, uint32_t used_len
 	}
 }
 
-unsigned int
-vfe_guest_poll(struct vfe_guest *g)
+unsigned int vfe_guest_poll(struct vfe_guest *g)
 {
 	struct vfe_vq *rx = &g->v->vq[VFE_VSOCK_RX];
 	struct vfe_vq *tx = &g->v->vq[VFE_VSOCK_TX];

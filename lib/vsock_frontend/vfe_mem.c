@@ -14,8 +14,7 @@
 
 #define VFE_MEM_DEFAULT_SIZE (8u << 20)
 
-int
-vfe_mem_init(struct vfe_mem *m, const struct vfe_mem_conf *conf)
+int vfe_mem_init(struct vfe_mem *m, const struct vfe_mem_conf *conf)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t size = conf->size ? conf->size : VFE_MEM_DEFAULT_SIZE;
@@ -56,8 +55,7 @@ err:
 	return rc;
 }
 
-void
-vfe_mem_fini(struct vfe_mem *m)
+void vfe_mem_fini(struct vfe_mem *m)
 {
 	if (m->base != NULL)
 		munmap(m->base, m->size);
@@ -68,8 +66,7 @@ vfe_mem_fini(struct vfe_mem *m)
 	m->nregions = 0;
 }
 
-static const struct vfe_mem_region *
-region_of_gpa(const struct vfe_mem *m, uint64_t gpa)
+static const struct vfe_mem_region *region_of_gpa(const struct vfe_mem *m, uint64_t gpa)
 {
 	unsigned int i;
 
@@ -79,8 +76,7 @@ region_of_gpa(const struct vfe_mem *m, uint64_t gpa)
 	return NULL;
 }
 
-void *
-vfe_mem_ptr(const struct vfe_mem *m, uint64_t gpa, size_t len)
+void *vfe_mem_ptr(const struct vfe_mem *m, uint64_t gpa, size_t len)
 {
 	const struct vfe_mem_region *first = region_of_gpa(m, gpa);
 	const struct vfe_mem_region *r = first;
@@ -100,8 +96,7 @@ vfe_mem_ptr(const struct vfe_mem *m, uint64_t gpa, size_t len)
 	return m->base + first->offset + (gpa - first->gpa);
 }
 
-uint64_t
-vfe_mem_gpa(const struct vfe_mem *m, const void *p)
+uint64_t vfe_mem_gpa(const struct vfe_mem *m, const void *p)
 {
 	uintptr_t off = (uintptr_t)p - (uintptr_t)m->base;
 	unsigned int i;
@@ -112,8 +107,7 @@ vfe_mem_gpa(const struct vfe_mem *m, const void *p)
 	return UINT64_MAX;
 }
 
-void *
-vfe_mem_alloc(struct vfe_mem *m, size_t len, size_t align, uint64_t *gpa)
+void *vfe_mem_alloc(struct vfe_mem *m, size_t len, size_t align, uint64_t *gpa)
 {
 	size_t off = m->brk;
 	unsigned int i;

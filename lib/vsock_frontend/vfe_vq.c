@@ -19,15 +19,13 @@
 #define VFE_POLL_SLEEP_NS 20000
 
 /* avail_event sits right after the used ring's entries (virtio 1.x 2.7.8). */
-static uint16_t *
-avail_event_ptr(const struct vfe_vq *vq)
+static uint16_t *avail_event_ptr(const struct vfe_vq *vq)
 {
 	return (uint16_t *)(uintptr_t)((const uint8_t *)vq->used +
 		offsetof(struct vring_used, ring) + sizeof(struct vring_used_elem) * vq->num);
 }
 
-int
-vfe_vq_init(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start,
+int vfe_vq_init(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start,
 		uint16_t indirect_max)
 {
 	size_t avail_len = sizeof(struct vring_avail) + sizeof(uint16_t) * (num + 1u);
@@ -62,14 +60,12 @@ vfe_vq_init(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start
 	return 0;
 }
 
-uint16_t
-vfe_vq_base(const struct vfe_vq *vq)
+uint16_t vfe_vq_base(const struct vfe_vq *vq)
 {
 	return vq->packed ? vfe_vqp_pos(vq, vq->avail_idx) : vq->avail_idx;
 }
 
-void
-vfe_vq_addr(const struct vfe_vq *vq, uint32_t index, struct vfe_vring_addr *addr)
+void vfe_vq_addr(const struct vfe_vq *vq, uint32_t index, struct vfe_vring_addr *addr)
 {
 	/* The backend translates these through the mem table's uaddr fields. */
 	*addr = (struct vfe_vring_addr){
@@ -80,15 +76,13 @@ vfe_vq_addr(const struct vfe_vq *vq, uint32_t index, struct vfe_vring_addr *addr
 	};
 }
 
-void
-vfe_vq_push_avail(struct vfe_vq *vq, uint16_t head)
+void vfe_vq_push_avail(struct vfe_vq *vq, uint16_t head)
 {
 	vq->avail->ring[vq->avail_idx & (vq->num - 1)] = htole16(head);
 	vq->avail_idx++;
 }
 
-static void
-fill_desc(struct vring_desc *d, const struct vfe_buf *b, uint16_t flags, uint16_t next)
+static void fill_desc(struct vring_desc *d, const struct vfe_buf *b, uint16_t flags, uint16_t next)
 {
 	d->addr = htole64(b->gpa);
 	d->len = htole32(b->len);
@@ -97,8 +91,7 @@ fill_desc(struct vring_desc *d, const struct vfe_buf *b, uint16_t flags, uint16_
 }
 
 /* Take @p n descriptors off the free list; the chain follows slot[].next. */
-static uint16_t
-take_desc(struct vfe_vq *vq, unsigned int n, void *cookie)
+static uint16_t take_desc(struct vfe_vq *vq, unsigned int n, void *cookie)
 {
 	uint16_t head = vq->free_head;
 	uint16_t idx = head;
@@ -113,8 +106,7 @@ take_desc(struct vfe_vq *vq, unsigned int n, void *cookie)
 	return head;
 }
 
-int
-vfe_vq_add(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n, void *cookie)
+int vfe_vq_add(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n, void *cookie)
 {
 	uint16_t head, idx;
 	unsigned int i;
@@ -138,8 +130,7 @@ vfe_vq_add(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n, void *
 	return head;
 }
 
-int
-vfe_vq_add_indirect(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n,
+int vfe_vq_add_indirect(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n,
 		void *cookie)
 {
 	struct vring_desc *table;
@@ -168,8 +159,7 @@ vfe_vq_add_indirect(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int 
 	return head;
 }
 
-void
-vfe_vq_publish(struct vfe_vq *vq)
+void vfe_vq_publish(struct vfe_vq *vq)
 {
 	if (vq->packed) {
 		vfe_vqp_publish(vq);
@@ -182,8 +172,7 @@ vfe_vq_publish(struct vfe_vq *vq)
 	__atomic_store_n(&vq->avail->idx, htole16(vq->avail_idx), __ATOMIC_RELEASE);
 }
 
-bool
-vfe_vq_kick_needed(struct vfe_vq *vq)
+bool vfe_vq_kick_needed(struct vfe_vq *vq)
 {
 	uint16_t old = vq->kicked_avail;
 	uint16_t event;
@@ -205,8 +194,7 @@ vfe_vq_kick_needed(struct vfe_vq *vq)
 		VRING_USED_F_NO_NOTIFY);
 }
 
-int
-vfe_vq_kick(struct vfe_vq *vq)
+int vfe_vq_kick(struct vfe_vq *vq)
 {
 	uint64_t one = 1;
 
@@ -215,8 +203,7 @@ vfe_vq_kick(struct vfe_vq *vq)
 	return 0;
 }
 
-uint16_t
-vfe_vq_used_pending(const struct vfe_vq *vq)
+uint16_t vfe_vq_used_pending(const struct vfe_vq *vq)
 {
 	uint16_t idx;
 
@@ -228,8 +215,7 @@ vfe_vq_used_pending(const struct vfe_vq *vq)
 	return (uint16_t)(idx - vq->last_used);
 }
 
-int
-vfe_vq_get_used(struct vfe_vq *vq, uint32_t *len, void **cookie)
+int vfe_vq_get_used(struct vfe_vq *vq, uint32_t *len, void **cookie)
 {
 	struct vring_used_elem *e;
 	uint32_t id;
@@ -263,8 +249,7 @@ vfe_vq_get_used(struct vfe_vq *vq, uint32_t *len, void **cookie)
 	return (int)id;
 }
 
-int
-vfe_vq_wait_used(const struct vfe_vq *vq, unsigned int timeout_ms)
+int vfe_vq_wait_used(const struct vfe_vq *vq, unsigned int timeout_ms)
 {
 	const struct timespec pause = { .tv_nsec = VFE_POLL_SLEEP_NS };
 	struct timespec start, now;
@@ -281,8 +266,7 @@ vfe_vq_wait_used(const struct vfe_vq *vq, unsigned int timeout_ms)
 	}
 }
 
-uint64_t
-vfe_vq_calls(struct vfe_vq *vq)
+uint64_t vfe_vq_calls(struct vfe_vq *vq)
 {
 	uint64_t n;
 
@@ -291,8 +275,7 @@ vfe_vq_calls(struct vfe_vq *vq)
 	return n;
 }
 
-int
-vfe_vq_wait_call(struct vfe_vq *vq, unsigned int timeout_ms)
+int vfe_vq_wait_call(struct vfe_vq *vq, unsigned int timeout_ms)
 {
 	struct pollfd pfd = { .fd = vq->call_fd, .events = POLLIN };
 
@@ -301,8 +284,7 @@ vfe_vq_wait_call(struct vfe_vq *vq, unsigned int timeout_ms)
 	return vfe_vq_calls(vq) != 0 ? 0 : -ETIMEDOUT;
 }
 
-void
-vfe_vq_set_no_interrupt(struct vfe_vq *vq, bool on)
+void vfe_vq_set_no_interrupt(struct vfe_vq *vq, bool on)
 {
 	uint16_t flags;
 
@@ -315,8 +297,7 @@ vfe_vq_set_no_interrupt(struct vfe_vq *vq, bool on)
 	__atomic_store_n(&vq->avail->flags, htole16(flags), __ATOMIC_RELAXED);
 }
 
-void
-vfe_vq_set_used_event(struct vfe_vq *vq, uint16_t idx)
+void vfe_vq_set_used_event(struct vfe_vq *vq, uint16_t idx)
 {
 	if (vq->packed) {
 		vfe_vqp_set_used_event(vq, idx);
@@ -325,8 +306,7 @@ vfe_vq_set_used_event(struct vfe_vq *vq, uint16_t idx)
 	__atomic_store_n(&vq->avail->ring[vq->num], htole16(idx), __ATOMIC_RELAXED);
 }
 
-uint16_t
-vfe_vq_avail_event(const struct vfe_vq *vq)
+uint16_t vfe_vq_avail_event(const struct vfe_vq *vq)
 {
 	if (vq->packed)
 		return le16toh(__atomic_load_n(&vq->device_event->off_wrap, __ATOMIC_RELAXED));

@@ -16,8 +16,7 @@
 #define F_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
 #define F_USED (1u << VRING_PACKED_DESC_F_USED)
 
-uint16_t
-vfe_vqp_pos(const struct vfe_vq *vq, uint16_t count)
+uint16_t vfe_vqp_pos(const struct vfe_vq *vq, uint16_t count)
 {
 	/* num is a power of 2, so the lap parity survives the 16-bit wrap of count. */
 	bool odd_lap = (count / vq->num) & 1;
@@ -26,14 +25,12 @@ vfe_vqp_pos(const struct vfe_vq *vq, uint16_t count)
 }
 
 /* Descriptor count of an encoded position (within two laps: what the mapping keeps). */
-static uint16_t
-pos_count(const struct vfe_vq *vq, uint16_t pos)
+static uint16_t pos_count(const struct vfe_vq *vq, uint16_t pos)
 {
 	return (uint16_t)((pos & 0x7fff) + ((pos & VFE_PACKED_WRAP) ? 0 : vq->num));
 }
 
-int
-vfe_vq_init_packed(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start,
+int vfe_vq_init_packed(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_t start,
 		uint16_t indirect_max)
 {
 	uint16_t i;
@@ -79,14 +76,12 @@ vfe_vq_init_packed(struct vfe_vq *vq, struct vfe_mem *mem, uint16_t num, uint16_
 }
 
 /* Flags that make a descriptor at descriptor count @p count available. */
-static uint16_t
-avail_flags(const struct vfe_vq *vq, uint16_t count)
+static uint16_t avail_flags(const struct vfe_vq *vq, uint16_t count)
 {
 	return (vfe_vqp_pos(vq, count) & VFE_PACKED_WRAP) ? F_AVAIL : F_USED;
 }
 
-static uint16_t
-take_id(struct vfe_vq *vq, unsigned int ndesc, void *cookie)
+static uint16_t take_id(struct vfe_vq *vq, unsigned int ndesc, void *cookie)
 {
 	uint16_t id = vq->free_head;
 
@@ -101,8 +96,7 @@ take_id(struct vfe_vq *vq, unsigned int ndesc, void *cookie)
  * Write @p n descriptors from the next available position, all but the
  * first one's flags; that one is remembered for vfe_vqp_publish().
  */
-static void
-put_descs(struct vfe_vq *vq, const struct vring_packed_desc *d, unsigned int n)
+static void put_descs(struct vfe_vq *vq, const struct vring_packed_desc *d, unsigned int n)
 {
 	struct vfe_vq_pending *p = &vq->pending[vq->npending++];
 	unsigned int i;
@@ -125,8 +119,7 @@ put_descs(struct vfe_vq *vq, const struct vring_packed_desc *d, unsigned int n)
 	}
 }
 
-int
-vfe_vqp_add(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n, void *cookie)
+int vfe_vqp_add(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n, void *cookie)
 {
 	struct vring_packed_desc d[64];
 	uint16_t id;
@@ -151,8 +144,7 @@ vfe_vqp_add(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n, void 
 	return id;
 }
 
-int
-vfe_vqp_add_indirect(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n,
+int vfe_vqp_add_indirect(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int n,
 		void *cookie)
 {
 	struct vring_packed_desc *table, d;
@@ -183,8 +175,7 @@ vfe_vqp_add_indirect(struct vfe_vq *vq, const struct vfe_buf *bufs, unsigned int
 	return id;
 }
 
-void
-vfe_vqp_publish(struct vfe_vq *vq)
+void vfe_vqp_publish(struct vfe_vq *vq)
 {
 	/*
 	 * Release: each chain's other descriptors were written before its first
@@ -198,8 +189,7 @@ vfe_vqp_publish(struct vfe_vq *vq)
 	}
 }
 
-bool
-vfe_vqp_kick_needed(struct vfe_vq *vq)
+bool vfe_vqp_kick_needed(struct vfe_vq *vq)
 {
 	uint16_t old = vq->kicked_avail, flags, event;
 	uint16_t two = (uint16_t)(2 * vq->num - 1);
@@ -219,8 +209,7 @@ vfe_vqp_kick_needed(struct vfe_vq *vq)
 }
 
 /* Whether the descriptor at count @p c is used (acquire: its id and len are read after). */
-static bool
-is_used(const struct vfe_vq *vq, uint16_t c, const struct vring_packed_desc **d)
+static bool is_used(const struct vfe_vq *vq, uint16_t c, const struct vring_packed_desc **d)
 {
 	uint16_t pos = vfe_vqp_pos(vq, c);
 	bool wrap = pos & VFE_PACKED_WRAP;
@@ -232,16 +221,14 @@ is_used(const struct vfe_vq *vq, uint16_t c, const struct vring_packed_desc **d)
 }
 
 /* Descriptors the used descriptor @p d stands for: its chain's, 1 for a bad id. */
-static uint16_t
-used_span(const struct vfe_vq *vq, const struct vring_packed_desc *d)
+static uint16_t used_span(const struct vfe_vq *vq, const struct vring_packed_desc *d)
 {
 	uint16_t id = le16toh(d->id);
 
 	return id < vq->num && vq->slot[id].ndesc ? vq->slot[id].ndesc : 1;
 }
 
-uint16_t
-vfe_vqp_used_pending(const struct vfe_vq *vq)
+uint16_t vfe_vqp_used_pending(const struct vfe_vq *vq)
 {
 	const struct vring_packed_desc *d;
 	uint16_t c = vq->last_used, n = 0;
@@ -255,8 +242,7 @@ vfe_vqp_used_pending(const struct vfe_vq *vq)
 	return n;
 }
 
-int
-vfe_vqp_get_used(struct vfe_vq *vq, uint32_t *len, void **cookie)
+int vfe_vqp_get_used(struct vfe_vq *vq, uint32_t *len, void **cookie)
 {
 	const struct vring_packed_desc *d;
 	uint16_t id, n;
@@ -282,8 +268,7 @@ vfe_vqp_get_used(struct vfe_vq *vq, uint32_t *len, void **cookie)
 	return id;
 }
 
-void
-vfe_vqp_set_no_interrupt(struct vfe_vq *vq, bool on)
+void vfe_vqp_set_no_interrupt(struct vfe_vq *vq, bool on)
 {
 	uint16_t flags = on ? VRING_PACKED_EVENT_FLAG_DISABLE :
 		vq->event_idx ? VRING_PACKED_EVENT_FLAG_DESC : VRING_PACKED_EVENT_FLAG_ENABLE;
@@ -291,8 +276,7 @@ vfe_vqp_set_no_interrupt(struct vfe_vq *vq, bool on)
 	__atomic_store_n(&vq->driver_event->flags, htole16(flags), __ATOMIC_RELAXED);
 }
 
-void
-vfe_vqp_set_used_event(struct vfe_vq *vq, uint16_t idx)
+void vfe_vqp_set_used_event(struct vfe_vq *vq, uint16_t idx)
 {
 	/* off_wrap before flags (release): the device reads them in the other order. */
 	__atomic_store_n(&vq->driver_event->off_wrap, htole16(vfe_vqp_pos(vq, idx)),

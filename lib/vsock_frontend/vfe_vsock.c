@@ -14,15 +14,13 @@
 #define VFE_VSOCK_RING_SIZE 128
 #define VFE_VSOCK_CONNECT_MS 5000
 
-static int
-fail(struct vfe_vsock *v, int rc, const char *what)
+static int fail(struct vfe_vsock *v, int rc, const char *what)
 {
 	snprintf(v->conn.err, sizeof(v->conn.err), "%s", what);
 	return rc;
 }
 
-static int
-handshake(struct vfe_vsock *v, const struct vfe_vsock_conf *conf)
+static int handshake(struct vfe_vsock *v, const struct vfe_vsock_conf *conf)
 {
 	struct vfe_conn *c = &v->conn;
 	uint64_t want = conf->driver_features ? conf->driver_features : VFE_VSOCK_DRIVER_FEATURES;
@@ -61,8 +59,7 @@ handshake(struct vfe_vsock *v, const struct vfe_vsock_conf *conf)
 	return vfe_get_config_cid(c, &v->cid);
 }
 
-int
-vfe_ring_env(void)
+int vfe_ring_env(void)
 {
 	const char *ring = getenv(VFE_RING_ENV);
 
@@ -73,8 +70,7 @@ vfe_ring_env(void)
 	return -EINVAL;
 }
 
-int
-vfe_vsock_attach(struct vfe_vsock *v, const char *path, const struct vfe_vsock_conf *conf)
+int vfe_vsock_attach(struct vfe_vsock *v, const char *path, const struct vfe_vsock_conf *conf)
 {
 	static const struct vfe_vsock_conf defaults;
 	struct vfe_vsock_conf c;
@@ -120,8 +116,7 @@ vfe_vsock_attach(struct vfe_vsock *v, const char *path, const struct vfe_vsock_c
 	return rc;
 }
 
-int
-vfe_vsock_start(struct vfe_vsock *v, const uint16_t *base)
+int vfe_vsock_start(struct vfe_vsock *v, const uint16_t *base)
 {
 	struct vfe_conn *c = &v->conn;
 	struct vfe_vring_addr addr;
@@ -162,8 +157,7 @@ vfe_vsock_start(struct vfe_vsock *v, const uint16_t *base)
 	return rc;
 }
 
-int
-vfe_vsock_stop(struct vfe_vsock *v, uint16_t *base)
+int vfe_vsock_stop(struct vfe_vsock *v, uint16_t *base)
 {
 	uint32_t b;
 	unsigned int q;
@@ -180,8 +174,7 @@ vfe_vsock_stop(struct vfe_vsock *v, uint16_t *base)
 	return rc;
 }
 
-int
-vfe_vsock_detach(struct vfe_vsock *v, uint16_t *base, bool keep_conn)
+int vfe_vsock_detach(struct vfe_vsock *v, uint16_t *base, bool keep_conn)
 {
 	int rc = vfe_vsock_stop(v, base);
 
@@ -190,8 +183,7 @@ vfe_vsock_detach(struct vfe_vsock *v, uint16_t *base, bool keep_conn)
 	return rc;
 }
 
-void
-vfe_vsock_close(struct vfe_vsock *v)
+void vfe_vsock_close(struct vfe_vsock *v)
 {
 	unsigned int q;
 
@@ -201,8 +193,7 @@ vfe_vsock_close(struct vfe_vsock *v)
 	vfe_mem_fini(&v->mem);
 }
 
-void
-vfe_vsock_build(struct virtio_vsock_hdr *h, const struct vfe_vsock_pkt *pkt)
+void vfe_vsock_build(struct virtio_vsock_hdr *h, const struct vfe_vsock_pkt *pkt)
 {
 	/* The uapi struct is packed: assign field by field, no pointers into it. */
 	h->src_cid = htole64(pkt->src_cid);
@@ -217,8 +208,7 @@ vfe_vsock_build(struct virtio_vsock_hdr *h, const struct vfe_vsock_pkt *pkt)
 	h->fwd_cnt = htole32(pkt->fwd_cnt);
 }
 
-int
-vfe_vsock_parse(const void *buf, size_t len, struct vfe_vsock_pkt *pkt)
+int vfe_vsock_parse(const void *buf, size_t len, struct vfe_vsock_pkt *pkt)
 {
 	struct virtio_vsock_hdr h;
 

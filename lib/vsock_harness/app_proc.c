@@ -19,8 +19,7 @@
 #define APP_PROC_MAX_ARGS 64
 #define APP_PROC_POLL_US 5000
 
-static uint64_t
-now_ms(void)
+static uint64_t now_ms(void)
 {
 	struct timespec ts;
 
@@ -28,8 +27,7 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-int
-app_proc_init(struct app_proc *p)
+int app_proc_init(struct app_proc *p)
 {
 	/*
 	 * A peer that closed (the app refusing a connection, or gone) is a check that fails
@@ -47,23 +45,21 @@ app_proc_init(struct app_proc *p)
 	return 0;
 }
 
-char *
-app_proc_path(const struct app_proc *p, const char *name, char *buf, size_t len)
+char *app_proc_path(const struct app_proc *p, const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", p->dir, name);
 	return buf;
 }
 
-static bool
-is_socket(const char *path)
+static bool is_socket(const char *path)
 {
 	struct stat st;
 
 	return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-static void
-exec_child(const struct app_proc *p, const char *app, const char *const *argv, int in_fd)
+static void exec_child(const struct app_proc *p, const char *app, const char *const *argv,
+		int in_fd)
 {
 	int fd;
 
@@ -98,8 +94,7 @@ exec_child(const struct app_proc *p, const char *app, const char *const *argv, i
 	_exit(127);
 }
 
-int
-app_proc_start(struct app_proc *p, const char *const *eal_args,
+int app_proc_start(struct app_proc *p, const char *const *eal_args,
 		const char *const *app_args, const char *const *wait_socks,
 		unsigned int timeout_ms)
 {
@@ -166,8 +161,7 @@ app_proc_start(struct app_proc *p, const char *const *eal_args,
 	}
 }
 
-int
-app_proc_wait(struct app_proc *p, unsigned int timeout_ms)
+int app_proc_wait(struct app_proc *p, unsigned int timeout_ms)
 {
 	uint64_t deadline = now_ms() + timeout_ms;
 	int status;
@@ -193,8 +187,7 @@ app_proc_wait(struct app_proc *p, unsigned int timeout_ms)
 	return -ETIMEDOUT;
 }
 
-int
-app_proc_stop(struct app_proc *p, unsigned int timeout_ms)
+int app_proc_stop(struct app_proc *p, unsigned int timeout_ms)
 {
 	if (p->pid < 0)
 		return -ECHILD;
@@ -202,8 +195,7 @@ app_proc_stop(struct app_proc *p, unsigned int timeout_ms)
 	return app_proc_wait(p, timeout_ms);
 }
 
-unsigned int
-app_proc_sockets_left(const struct app_proc *p)
+unsigned int app_proc_sockets_left(const struct app_proc *p)
 {
 	DIR *d = opendir(p->dir);
 	unsigned int n = 0;
@@ -221,8 +213,7 @@ app_proc_sockets_left(const struct app_proc *p)
 	return n;
 }
 
-bool
-app_proc_log_contains(const struct app_proc *p, const char *needle)
+bool app_proc_log_contains(const struct app_proc *p, const char *needle)
 {
 	FILE *f = fopen(p->log, "r");
 	char line[1024];
@@ -236,8 +227,7 @@ app_proc_log_contains(const struct app_proc *p, const char *needle)
 	return found;
 }
 
-void
-app_proc_dump_log(const struct app_proc *p)
+void app_proc_dump_log(const struct app_proc *p)
 {
 	FILE *f = fopen(p->log, "r");
 	char line[1024];
@@ -252,8 +242,7 @@ app_proc_dump_log(const struct app_proc *p)
 	fflush(stdout);
 }
 
-int
-app_proc_send(struct app_proc *p, const char *line)
+int app_proc_send(struct app_proc *p, const char *line)
 {
 	size_t len = strlen(line);
 
@@ -264,8 +253,7 @@ app_proc_send(struct app_proc *p, const char *line)
 	return 0;
 }
 
-void
-app_proc_fini(struct app_proc *p)
+void app_proc_fini(struct app_proc *p)
 {
 	DIR *d;
 	struct dirent *e;

@@ -23,8 +23,7 @@
 #define APP_STOP_MS 10000
 #define IDLE_PAUSE_NS 10000
 
-uint64_t
-dp_now_ns(void)
+uint64_t dp_now_ns(void)
 {
 	struct timespec ts;
 
@@ -37,8 +36,7 @@ dp_now_ns(void)
  * test sharing that CPU would get the time slices the scheduler leaves it,
  * and every round trip with the app would cost one. Stay off it.
  */
-static void
-pin_off_worker(void)
+static void pin_off_worker(void)
 {
 	cpu_set_t set;
 
@@ -49,8 +47,7 @@ pin_off_worker(void)
 		sched_setaffinity(0, sizeof(set), &set);
 }
 
-int
-dp_app_start(struct dp_env *e)
+int dp_app_start(struct dp_env *e)
 {
 	char vm[400];
 	const char *socks[2];
@@ -72,8 +69,7 @@ dp_app_start(struct dp_env *e)
 	return 0;
 }
 
-int
-dp_app_stop(struct dp_env *e, bool dump_log)
+int dp_app_stop(struct dp_env *e, bool dump_log)
 {
 	int status;
 
@@ -86,8 +82,7 @@ dp_app_stop(struct dp_env *e, bool dump_log)
 	return status;
 }
 
-int
-dp_attach_quiet(struct dp_env *e, const struct vfe_vsock_conf *vc,
+int dp_attach_quiet(struct dp_env *e, const struct vfe_vsock_conf *vc,
 		const struct vfe_guest_conf *gc)
 {
 	/* Room for a 64 KiB tx buffer per ring entry besides the rx buffers. */
@@ -114,8 +109,7 @@ dp_attach_quiet(struct dp_env *e, const struct vfe_vsock_conf *vc,
 	return 0;
 }
 
-void
-dp_detach(struct dp_env *e)
+void dp_detach(struct dp_env *e)
 {
 	if (!e->attached)
 		return;
@@ -125,8 +119,7 @@ dp_detach(struct dp_env *e)
 	e->attached = false;
 }
 
-bool
-dp_tick(struct dp_env *e, uint64_t deadline)
+bool dp_tick(struct dp_env *e, uint64_t deadline)
 {
 	static const struct timespec pause = { .tv_nsec = IDLE_PAUSE_NS };
 
@@ -135,8 +128,7 @@ dp_tick(struct dp_env *e, uint64_t deadline)
 	return dp_now_ns() < deadline;
 }
 
-static int
-uds_addr(struct sockaddr_un *a, const char *path)
+static int uds_addr(struct sockaddr_un *a, const char *path)
 {
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
@@ -146,8 +138,7 @@ uds_addr(struct sockaddr_un *a, const char *path)
 	return 0;
 }
 
-int
-dp_listen(const struct dp_env *e, uint32_t port, int type)
+int dp_listen(const struct dp_env *e, uint32_t port, int type)
 {
 	struct sockaddr_un a;
 	char path[160];
@@ -168,8 +159,7 @@ dp_listen(const struct dp_env *e, uint32_t port, int type)
 	return fd;
 }
 
-int
-dp_accept(struct dp_env *e, int lfd, unsigned int ms)
+int dp_accept(struct dp_env *e, int lfd, unsigned int ms)
 {
 	int fd = -EAGAIN;
 
@@ -178,8 +168,7 @@ dp_accept(struct dp_env *e, int lfd, unsigned int ms)
 	return fd >= 0 ? fd : -errno;
 }
 
-int
-dp_host_connect(const struct dp_env *e, uint32_t port)
+int dp_host_connect(const struct dp_env *e, uint32_t port)
 {
 	struct sockaddr_un a;
 	char line[32];
@@ -212,8 +201,7 @@ dp_host_connect(const struct dp_env *e, uint32_t port)
 	return fd;
 }
 
-int
-dp_read_ok(struct dp_env *e, int fd, uint32_t *host_port, unsigned int ms)
+int dp_read_ok(struct dp_env *e, int fd, uint32_t *host_port, unsigned int ms)
 {
 	char line[32];
 	size_t len = 0;
@@ -243,8 +231,8 @@ dp_read_ok(struct dp_env *e, int fd, uint32_t *host_port, unsigned int ms)
 	return 0;
 }
 
-struct vfe_guest_conn *
-dp_guest_connect(struct dp_env *e, uint32_t port, uint16_t type, unsigned int ms)
+struct vfe_guest_conn *dp_guest_connect(struct dp_env *e, uint32_t port, uint16_t type,
+		unsigned int ms)
 {
 	struct vfe_guest_conn *c = vfe_guest_connect(&e->g, port, type);
 
@@ -254,8 +242,7 @@ dp_guest_connect(struct dp_env *e, uint32_t port, uint16_t type, unsigned int ms
 	return c;
 }
 
-int
-dp_host_to_guest(struct dp_env *e, uint32_t port, struct vfe_guest_conn **gc,
+int dp_host_to_guest(struct dp_env *e, uint32_t port, struct vfe_guest_conn **gc,
 		uint32_t *host_port, unsigned int ms)
 {
 	int fd = dp_host_connect(e, port);
@@ -279,8 +266,7 @@ dp_host_to_guest(struct dp_env *e, uint32_t port, struct vfe_guest_conn **gc,
 /* ---- pattern streams ---- */
 
 /* pattern_fill()/pattern_check() a word at a time where the stream is word-aligned. */
-static void
-pat_fill(struct pattern *p, uint8_t *d, size_t len)
+static void pat_fill(struct pattern *p, uint8_t *d, size_t len)
 {
 	while (len && p->left) {
 		*d++ = pattern_next(p);
@@ -300,8 +286,7 @@ pat_fill(struct pattern *p, uint8_t *d, size_t len)
 		*d++ = pattern_next(p);
 }
 
-static size_t
-pat_check(struct pattern *p, const uint8_t *s, size_t len)
+static size_t pat_check(struct pattern *p, const uint8_t *s, size_t len)
 {
 	size_t i = 0, bad;
 
@@ -330,8 +315,7 @@ pat_check(struct pattern *p, const uint8_t *s, size_t len)
 	return len;
 }
 
-void
-dp_stream_init(struct dp_stream *s, uint64_t seed, uint64_t total)
+void dp_stream_init(struct dp_stream *s, uint64_t seed, uint64_t total)
 {
 	pattern_init(&s->pat, seed);
 	s->fnv = PATTERN_FNV_INIT;
@@ -342,8 +326,7 @@ dp_stream_init(struct dp_stream *s, uint64_t seed, uint64_t total)
 	s->stage_len = 0;
 }
 
-bool
-dp_stream_check(struct dp_stream *s, const void *buf, size_t len)
+bool dp_stream_check(struct dp_stream *s, const void *buf, size_t len)
 {
 	size_t good;
 
@@ -363,15 +346,13 @@ dp_stream_check(struct dp_stream *s, const void *buf, size_t len)
 	return true;
 }
 
-bool
-dp_stream_ok(const struct dp_stream *s)
+bool dp_stream_ok(const struct dp_stream *s)
 {
 	return s->bad_at == UINT64_MAX && s->done == s->total;
 }
 
 /* Bytes staged for sending: generated once, resent until taken. */
-static size_t
-stage(struct dp_stream *s)
+static size_t stage(struct dp_stream *s)
 {
 	if (s->stage_off == s->stage_len) {
 		uint64_t left = s->total - s->done;
@@ -385,15 +366,13 @@ stage(struct dp_stream *s)
 	return s->stage_len - s->stage_off;
 }
 
-static void
-staged_taken(struct dp_stream *s, size_t n)
+static void staged_taken(struct dp_stream *s, size_t n)
 {
 	s->stage_off += n;
 	s->done += n;
 }
 
-long
-dp_host_send(int fd, struct dp_stream *s)
+long dp_host_send(int fd, struct dp_stream *s)
 {
 	size_t n = stage(s);
 	ssize_t w;
@@ -407,8 +386,7 @@ dp_host_send(int fd, struct dp_stream *s)
 	return w;
 }
 
-long
-dp_host_recv(int fd, struct dp_stream *s)
+long dp_host_recv(int fd, struct dp_stream *s)
 {
 	static uint8_t buf[DP_STAGE * 4];
 	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
@@ -420,8 +398,7 @@ dp_host_recv(int fd, struct dp_stream *s)
 	return n;
 }
 
-long
-dp_guest_send(struct dp_env *e, struct vfe_guest_conn *c, struct dp_stream *s)
+long dp_guest_send(struct dp_env *e, struct vfe_guest_conn *c, struct dp_stream *s)
 {
 	size_t n = stage(s);
 	long w;
@@ -434,8 +411,7 @@ dp_guest_send(struct dp_env *e, struct vfe_guest_conn *c, struct dp_stream *s)
 	return w;
 }
 
-size_t
-dp_guest_recv(struct dp_env *e, struct vfe_guest_conn *c, struct dp_stream *s)
+size_t dp_guest_recv(struct dp_env *e, struct vfe_guest_conn *c, struct dp_stream *s)
 {
 	static uint8_t buf[DP_APP_BUF_ALLOC];
 	size_t n = vfe_guest_recv(&e->g, c, buf, sizeof(buf));
@@ -447,8 +423,7 @@ dp_guest_recv(struct dp_env *e, struct vfe_guest_conn *c, struct dp_stream *s)
 
 struct dp_log dp_log;
 
-static void
-log_add(const struct vfe_vsock_pkt *pkt, uint32_t used_len, bool tx)
+static void log_add(const struct vfe_vsock_pkt *pkt, uint32_t used_len, bool tx)
 {
 	if (dp_log.n == DP_LOG_MAX) {
 		dp_log.overflow = true;
@@ -457,22 +432,19 @@ log_add(const struct vfe_vsock_pkt *pkt, uint32_t used_len, bool tx)
 	dp_log.e[dp_log.n++] = (struct dp_log_entry){ .p = *pkt, .used_len = used_len, .tx = tx };
 }
 
-void
-dp_log_rx(void *ctx, const struct vfe_vsock_pkt *pkt, uint32_t used_len)
+void dp_log_rx(void *ctx, const struct vfe_vsock_pkt *pkt, uint32_t used_len)
 {
 	(void)ctx;
 	log_add(pkt, used_len, false);
 }
 
-void
-dp_log_tx(void *ctx, const struct vfe_vsock_pkt *pkt)
+void dp_log_tx(void *ctx, const struct vfe_vsock_pkt *pkt)
 {
 	(void)ctx;
 	log_add(pkt, 0, true);
 }
 
-void
-dp_log_clear(void)
+void dp_log_clear(void)
 {
 	dp_log.n = 0;
 	dp_log.overflow = false;

@@ -20,15 +20,13 @@
 #define APP_STOP_MS 10000
 #define WAIT_PAUSE_US 2000
 
-void
-ops_runtime_dir(const struct ops_env *o, char *buf, size_t len)
+void ops_runtime_dir(const struct ops_env *o, char *buf, size_t len)
 {
 	app_proc_eal_dir(o->prefix, buf, len);
 }
 
 /* As the datapath tests. */
-void
-ops_pin_off_worker(void)
+void ops_pin_off_worker(void)
 {
 	cpu_set_t set;
 
@@ -37,14 +35,12 @@ ops_pin_off_worker(void)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
-int
-ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *extra)
+int ops_start(struct ops_env *o, bool two_vms, bool console, const char *const *extra)
 {
 	return ops_start_vms(o, two_vms, console, extra, NULL);
 }
 
-int
-ops_start_vms(struct ops_env *o, bool two_vms, bool console, const char *const *extra,
+int ops_start_vms(struct ops_env *o, bool two_vms, bool console, const char *const *extra,
 		const char *vm_opts)
 {
 	static const char *const eal_base[] = { APP_PROC_EAL_DEFAULT };
@@ -97,8 +93,7 @@ ops_start_vms(struct ops_env *o, bool two_vms, bool console, const char *const *
 	return 0;
 }
 
-int
-ops_start_many(struct ops_env *o, const struct ops_many *v, struct dp_env *const *envs)
+int ops_start_many(struct ops_env *o, const struct ops_many *v, struct dp_env *const *envs)
 {
 	const char *eal[] = { "--no-huge", "-m", v->mem_mb ? v->mem_mb : "512", "--no-pci",
 		"--no-shconf", "-l", "0-1", "--log-level=lib.eal:error", NULL, NULL };
@@ -139,8 +134,7 @@ out:
 	return rc < 0 ? -1 : 0;
 }
 
-int
-ops_stop(struct ops_env *o)
+int ops_stop(struct ops_env *o)
 {
 	int status = 0;
 
@@ -156,8 +150,7 @@ ops_stop(struct ops_env *o)
 	return status;
 }
 
-long
-ops_log_mark(const struct ops_env *o)
+long ops_log_mark(const struct ops_env *o)
 {
 	struct stat st;
 
@@ -165,8 +158,7 @@ ops_log_mark(const struct ops_env *o)
 }
 
 /* The log from @p mark on, NUL-terminated, or NULL. Free it. */
-static char *
-log_from(const struct ops_env *o, long mark)
+static char *log_from(const struct ops_env *o, long mark)
 {
 	FILE *f = fopen(o->dp.app.log, "r");
 	char *buf = NULL;
@@ -184,8 +176,7 @@ log_from(const struct ops_env *o, long mark)
 	return buf;
 }
 
-unsigned int
-ops_log_count(const struct ops_env *o, long mark, const char *needle)
+unsigned int ops_log_count(const struct ops_env *o, long mark, const char *needle)
 {
 	char *buf = log_from(o, mark), *p;
 	unsigned int n = 0;
@@ -196,14 +187,12 @@ ops_log_count(const struct ops_env *o, long mark, const char *needle)
 	return n;
 }
 
-bool
-ops_log_has(const struct ops_env *o, long mark, const char *needle)
+bool ops_log_has(const struct ops_env *o, long mark, const char *needle)
 {
 	return ops_log_count(o, mark, needle) > 0;
 }
 
-bool
-ops_cmd(struct ops_env *o, const char *cmd, const char *expect, unsigned int ms,
+bool ops_cmd(struct ops_env *o, const char *cmd, const char *expect, unsigned int ms,
 		long *mark_out)
 {
 	long mark = ops_log_mark(o);
@@ -226,8 +215,7 @@ ops_cmd(struct ops_env *o, const char *cmd, const char *expect, unsigned int ms,
 	return found;
 }
 
-int
-ops_tel(const struct ops_env *o, const char *cmd, char *out, size_t len)
+int ops_tel(const struct ops_env *o, const char *cmd, char *out, size_t len)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	char dir[200];
@@ -277,8 +265,7 @@ ops_tel(const struct ops_env *o, const char *cmd, char *out, size_t len)
 }
 
 /* Where the value of @p path starts in @p json (just after "key": ), or NULL. */
-static const char *
-json_find(const char *json, const char *path)
+static const char *json_find(const char *json, const char *path)
 {
 	char part[96], key[100];
 	const char *p = json, *dot;
@@ -303,8 +290,7 @@ json_find(const char *json, const char *path)
 	return p;
 }
 
-int
-ops_json_u64(const char *json, const char *path, uint64_t *v)
+int ops_json_u64(const char *json, const char *path, uint64_t *v)
 {
 	const char *p = json_find(json, path);
 	char *end;
@@ -315,8 +301,7 @@ ops_json_u64(const char *json, const char *path, uint64_t *v)
 	return 0;
 }
 
-int
-ops_json_str(const char *json, const char *path, char *out, size_t len)
+int ops_json_str(const char *json, const char *path, char *out, size_t len)
 {
 	const char *p = json_find(json, path), *q;
 
@@ -328,8 +313,7 @@ ops_json_str(const char *json, const char *path, char *out, size_t len)
 	return 0;
 }
 
-uint64_t
-ops_tel_u64(const struct ops_env *o, const char *cmd, const char *path)
+uint64_t ops_tel_u64(const struct ops_env *o, const char *cmd, const char *path)
 {
 	static char buf[OPS_TEL_MAX];
 	uint64_t v;
