@@ -14,6 +14,8 @@
 
 #define REPLY_MAX 64
 
+/* The program running (sio_parse_opts()). */
+static const struct sio_tool *tool;
 static uint8_t buf[SIO_BUF_SIZE];
 /* built before the alarm is armed: the handler may not call stdio */
 static char timeout_msg[64];
@@ -21,14 +23,14 @@ static int timeout_len;
 
 void sio_die(const char *what)
 {
-	fprintf(stderr, "%s: %s: %s\n", sio_tool.name, what, strerror(errno));
+	fprintf(stderr, "%s: %s: %s\n", tool->name, what, strerror(errno));
 	exit(1);
 }
 
 void sio_usage(void)
 {
 	fprintf(stderr, "usage: %s [--seqpacket] [--seed N] [--chunk N] [--msg-max N]"
-		" [--timeout S]\n%s", sio_tool.name, sio_tool.usage);
+		" [--timeout S]\n%s", tool->name, tool->usage);
 	exit(1);
 }
 
@@ -44,10 +46,11 @@ unsigned long long sio_parse_num(const char *s)
 	return v;
 }
 
-int sio_parse_opts(int argc, char **argv, struct sio_opts *o)
+int sio_parse_opts(const struct sio_tool *t, int argc, char **argv, struct sio_opts *o)
 {
 	int i;
 
+	tool = t;
 	*o = (struct sio_opts){
 		.type = SOCK_STREAM, .seed = PATTERN_SEED_DEFAULT, .chunk = SIO_BUF_SIZE,
 		.msg_max = SIO_BUF_SIZE, .timeout = 120,
@@ -94,7 +97,7 @@ bool sio_peer_gone(int err)
 /* Whether a failed call is to be reported as BROKEN rather than end in sio_die(). */
 static bool reported(int err)
 {
-	return sio_tool.report_broken && sio_peer_gone(err);
+	return tool->report_broken && sio_peer_gone(err);
 }
 
 static __attribute__((noreturn)) void broken(const char *op, uint64_t done)
@@ -145,7 +148,7 @@ static ssize_t recv_msg(int fd, void *p, size_t len, const struct sio_opts *o)
 		sio_die("recv");
 	}
 	if (o->type == SOCK_SEQPACKET && (msg.msg_flags & MSG_TRUNC)) {
-		fprintf(stderr, "%s: message longer than %zu bytes\n", sio_tool.name, len);
+		fprintf(stderr, "%s: message longer than %zu bytes\n", tool->name, len);
 		exit(1);
 	}
 	return n;
@@ -191,7 +194,7 @@ static int do_send(int fd, const struct sio_opts *o)
 	if (sscanf(reply, "SUM %" SCNx64, &peer) == 1) {
 		ok = peer == sum;
 	} else {
-		fprintf(stderr, "%s: bad reply \"%s\"\n", sio_tool.name, reply);
+		fprintf(stderr, "%s: bad reply \"%s\"\n", tool->name, reply);
 		peer = 0;
 		ok = false;
 	}
@@ -225,7 +228,7 @@ static int do_recv(int fd, const struct sio_opts *o)
 			/* only the last message may be shorter than its slot */
 			if (short_seen || (uint32_t)n > expect) {
 				fprintf(stderr, "%s: message %" PRIu64 " is %zd bytes, expected %u%s\n",
-					sio_tool.name, msgs, n, expect,
+					tool->name, msgs, n, expect,
 					short_seen ? " after a short one" : "");
 				len_ok = false;
 			}
@@ -289,7 +292,7 @@ void sio_start(const struct sio_opts *o)
 {
 	/* results must reach a console or a pipe line by line, in order */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	timeout_len = snprintf(timeout_msg, sizeof(timeout_msg), "%s: timeout\n", sio_tool.name);
+	timeout_len = snprintf(timeout_msg, sizeof(timeout_msg), "%s: timeout\n", tool->name);
 	signal(SIGALRM, on_alarm);
 	alarm(o->timeout);
 }

@@ -48,13 +48,12 @@
 /* Largest write of a stream send and largest seqpacket message. */
 #define SIO_BUF_SIZE (1u << 16)
 
-/* What the shared code needs to know about the program: each one defines it. */
+/* What the shared code needs to know about the program: each one hands it to sio_parse_opts(). */
 struct sio_tool {
 	const char *name;	/* prefix of every stderr line */
 	const char *usage;	/* usage lines after the one with the OPTIONS */
 	bool report_broken;	/* the peer going away is a BROKEN result, not an error */
 };
-extern const struct sio_tool sio_tool;
 
 enum sio_action { SIO_SEND, SIO_RECV, SIO_ECHO };
 
@@ -73,8 +72,11 @@ __attribute__((noreturn)) void sio_usage(void);
 /* A number in C syntax; anything else is a usage error. */
 unsigned long long sio_parse_num(const char *s);
 
-/* Parse OPTIONS from argv[1]; returns the index of the first other word. */
-int sio_parse_opts(int argc, char **argv, struct sio_opts *o);
+/*
+ * The first call: @p tool names the program in every message from here on (it must
+ * outlive the run). Parse OPTIONS from argv[1]; returns the index of the first other word.
+ */
+int sio_parse_opts(const struct sio_tool *tool, int argc, char **argv, struct sio_opts *o);
 /* argv[i..argc - 1] must be exactly one ACTION. */
 void sio_parse_action(int argc, char **argv, int i, struct sio_opts *o);
 

@@ -27,7 +27,7 @@
 
 #include "stream_io.h"
 
-const struct sio_tool sio_tool = {
+static const struct sio_tool tool = {
 	.name = "vsock-io",
 	.usage = "       connect CID PORT send BYTES|recv|echo\n"
 		"       listen PORT send BYTES|recv|echo\n",
@@ -85,7 +85,7 @@ static int do_listen(unsigned int port, const struct sio_opts *o)
 int main(int argc, char **argv)
 {
 	struct sio_opts o;
-	int i = sio_parse_opts(argc, argv, &o), fd;
+	int i = sio_parse_opts(&tool, argc, argv, &o), fd;
 
 	/* check the whole command line before touching the network */
 	if (argc - i >= 4 && strcmp(argv[i], "connect") == 0)

@@ -45,7 +45,7 @@
 /* the backend's own bound on the CONNECT line; its OK line is shorter */
 #define LINE_MAX_LEN 32
 
-const struct sio_tool sio_tool = {
+static const struct sio_tool tool = {
 	.name = "uds-io",
 	.usage = "       listen PATH send BYTES|recv|echo\n"
 		"       connect UDS PORT send BYTES|recv|echo   (stream only)\n",
@@ -159,7 +159,7 @@ static int do_listen(const char *path, const struct sio_opts *o)
 int main(int argc, char **argv)
 {
 	struct sio_opts o;
-	int i = sio_parse_opts(argc, argv, &o), fd;
+	int i = sio_parse_opts(&tool, argc, argv, &o), fd;
 	unsigned long long port = 0;
 
 	/* check the whole command line before touching any socket */
