@@ -55,7 +55,7 @@ static void usage(void)
 	       "  --guest-irq       the guest asks for an interrupt per used entry, as Linux's\n"
 	       "                    driver; default: a polling guest that asks for none\n"
 	       "  --json FILE       one record per case\n"
-	       "  --smoke           seconds-long run, TAP output (the CI check)\n"
+	       "  --smoke           seconds-long figures, for the CI check (tests/bench)\n"
 	       "  --isolation       instead of the cases: VMs 3 and 5 on one worker lcore,\n"
 	       "                    VM 3 streaming 64 KiB g2h packets to fast host readers\n"
 	       "                    while VM 5 ping-pongs 64 B; VM 5's round trips with the\n"

@@ -140,7 +140,8 @@ static void window_end(struct result *r, const struct perf_counters *c0, uint64_
 	}
 	r->vq_pkts = c1.vq_pkts - c0->vq_pkts;
 	r->cyc_pkt = perf_per(c1.busy_cycles - c0->busy_cycles, c1.cycles_pkts - c0->cycles_pkts);
-	r->idx_pkt = perf_per(c1.idx - c0->idx, r->vq_pkts);
+	r->idx = c1.idx - c0->idx;
+	r->idx_pkt = perf_per(r->idx, r->vq_pkts);
 	r->irq_pkt = perf_per(c1.irq - c0->irq, r->vq_pkts);
 	r->kick_pkt = perf_per(c1.kicks - c0->kicks, r->vq_pkts);
 	perf_busy_add(&busy, c0, &c1, tsc);
@@ -190,9 +191,9 @@ void perf_run_stream(struct result *r)
 	} while ((t1 < end || (perf_total_rcvd(n) == b0 && t1 < end + DRAIN_NS)) &&
 		 pconns[0].bad_at == UINT64_MAX);
 	/*
-	 * The smoke checks that the backend's counters moved in the window; on a loaded machine
-	 * the bytes that arrived may all be from buffers the backend filled before it began, so
-	 * the window also goes on until the backend completed something.
+	 * The smoke (tests/bench) checks that the backend's counters moved in the window; on a
+	 * loaded machine the bytes that arrived may all be from buffers the backend filled
+	 * before it began, so the window also goes on until the backend completed something.
 	 */
 	while (plan.smoke && c0.ok && !backend_moved(&c0) && t1 < end + DRAIN_NS &&
 	       pconns[0].bad_at == UINT64_MAX) {

@@ -29,7 +29,6 @@
 
 #include <rte_cycles.h>
 
-#include "tap.h"
 #include "vsock_perf.h"
 
 /* Round trips before the first slice, quiet: caches, the sockets, the worker's backoff. */
@@ -229,10 +228,6 @@ static bool slice(enum iso_cond c, char *err, size_t len)
 	return true;
 }
 
-/* Each end's books as measure() found them last (the smoke reports them apart). */
-static bool echo_ok, flood_ok;
-static uint64_t flood_total;
-
 /* Both ends' books: no protocol breach, every byte echoed or streamed intact. */
 static bool books(char *err, size_t len)
 {
@@ -243,22 +238,19 @@ static bool books(char *err, size_t len)
 		if (pconns[i].bad_at != UINT64_MAX || pconns[i].rcvd != pconns[i].sent ||
 		    perf_csum_value(&pconns[i].rx_sum) != perf_sent_csum(&pconns[i]))
 			pc = &pconns[i];
-	flood_ok = pc == NULL;
-	flood_total = perf_total_rcvd(plan.flood_conns);
-	echo_ok = pp.bad_at == UINT64_MAX && pp.rcvd == pp.sent;
 	if (env.dp.g.errors || peer.g.errors) {
 		snprintf(err, len, "VM %d's guest saw a protocol breach: %.100s",
 			 env.dp.g.errors ? DP_CID : ISO_PEER_CID,
 			 env.dp.g.errors ? env.dp.g.err : peer.g.err);
 		return false;
 	}
-	if (!echo_ok) {
+	if (pp.bad_at != UINT64_MAX || pp.rcvd != pp.sent) {
 		snprintf(err, len, "VM 5: %llu bytes pinged, %llu echoed, first bad byte %lld",
 			 (unsigned long long)pp.sent, (unsigned long long)pp.rcvd,
 			 (long long)pp.bad_at);
 		return false;
 	}
-	if (!flood_ok) {
+	if (pc != NULL) {
 		snprintf(err, len, "flood conn %u: sent %llu, received %llu, first bad byte %lld, "
 			 "checksums %s", (unsigned int)(pc - pconns), (unsigned long long)pc->sent,
 			 (unsigned long long)pc->rcvd, (long long)pc->bad_at,
@@ -406,8 +398,6 @@ bool perf_run_isolation(void)
 
 	memset(iso_results, 0, sizeof(iso_results));
 	nb_iso = ISO_NB;
-	echo_ok = flood_ok = false;
-	flood_total = 0;
 	/* Nothing open yet: what the closing below finds unset, it leaves alone. */
 	memset(&pp, 0, sizeof(pp));
 	pp.fd = -1;
@@ -461,32 +451,4 @@ report:
 		rtt[c] = NULL;
 	}
 	return ok;
-}
-
-/*
- * The smoke (--isolation --smoke): behaviour only, no latency threshold. Both VMs moved in
- * every slice, VM 3's flood arrived intact, VM 5's round trips all came back as sent.
- */
-int perf_iso_smoke(void)
-{
-	const struct iso_result *q = &iso_results[ISO_QUIET], *fl = &iso_results[ISO_FLOOD];
-
-	tap_ok(q->ok, "isolation: %u quiet and %u flood slices of %.2f s, no stall, the app "
-	       "exited cleanly%s%s", q->slices, fl->slices, plan.secs, q->ok ? "" : ": ",
-	       q->err);
-	tap_ok(q->slices == plan.reps && q->min_slice_rtts > 0, "quiet: VM 5's round trips in "
-	       "every slice (%u of %u slices, at least %llu each)", q->slices, plan.reps,
-	       (unsigned long long)q->min_slice_rtts);
-	tap_ok(fl->slices == plan.reps && fl->min_slice_rtts > 0 && fl->min_slice_flood_bytes > 0,
-	       "flood: VM 5's round trips and VM 3's flood in every slice (%u of %u slices, at "
-	       "least %llu round trips and %llu flood bytes each)", fl->slices, plan.reps,
-	       (unsigned long long)fl->min_slice_rtts,
-	       (unsigned long long)fl->min_slice_flood_bytes);
-	tap_ok(flood_ok && flood_total > 0, "VM 3: %llu flood bytes on %u connections, every one "
-	       "checked against the pattern, checksums and counts equal", (unsigned long long)
-	       flood_total, plan.flood_conns);
-	tap_ok(echo_ok && pp.rcvd > 0, "VM 5: %llu round trips, every echo byte as pinged "
-	       "(%llu bytes)", (unsigned long long)(q->round_trips + fl->round_trips),
-	       (unsigned long long)pp.rcvd);
-	return tap_done();
 }

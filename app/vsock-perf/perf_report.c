@@ -323,7 +323,14 @@ void perf_write_json(const char *path)
 	fprintf(f, "], \"rings\": [");
 	for (v = 0; v < plan.nb_variants; v++)
 		fprintf(f, "%s\"%s\"", v ? ", " : "", ring_name[plan.variants[v].ring]);
+	fprintf(f, "], \"used_publish\": [");
+	for (v = 0; v < plan.nb_variants; v++)
+		fprintf(f, "%s\"%s\"", v ? ", " : "",
+			plan.variants[v].per_entry ? "per-entry" : "batch");
 	fprintf(f, "]},\n  \"rss_default_kib\": %ld,\n", rss_default_kib);
+	/* Whether the engine in this process gave back every mbuf of its host program. */
+	if (plan.hosts[H_NATIVE])
+		fprintf(f, "  \"native_mbufs_lost\": %u,\n", native_lost);
 	if (plan.refs) {
 		fprintf(f, "  \"refs\": {\"cacheline_rtt_ns\": %.1f, \"by_payload\": [",
 			refs.cl_rtt_ns);
@@ -351,7 +358,8 @@ void perf_write_json(const char *path)
 		perf_json_num(f, "rtt_p50_us", r->mode == M_RR ? r->p50 : NAN, true);
 		perf_json_num(f, "rtt_p99_us", r->mode == M_RR ? r->p99 : NAN, true);
 		perf_json_num(f, "rtt_p999_us", r->mode == M_RR ? r->p999 : NAN, true);
-		fprintf(f, "\"ring_packets\": %llu, ", (unsigned long long)r->vq_pkts);
+		fprintf(f, "\"ring_packets\": %llu, \"used_idx_stores\": %llu, ",
+			(unsigned long long)r->vq_pkts, (unsigned long long)r->idx);
 		perf_json_num(f, "cycles_per_packet", r->cyc_pkt, true);
 		perf_json_num(f, "used_idx_stores_per_packet", r->idx_pkt, true);
 		perf_json_num(f, "guest_interrupts_per_packet", r->irq_pkt, true);
@@ -397,8 +405,11 @@ void perf_write_json(const char *path)
 		perf_json_num(f, "rtt_p999_us", r->p999, true);
 		perf_json_num(f, "rtt_max_us", r->max, true);
 		/* ISO_SLOW_US is 1000. */
-		fprintf(f, "\"rtt_over_1ms\": %llu, \"flood_bytes\": %llu, ",
-			(unsigned long long)r->slow, (unsigned long long)r->flood_bytes);
+		fprintf(f, "\"rtt_over_1ms\": %llu, \"flood_bytes\": %llu, "
+			"\"min_slice_round_trips\": %llu, \"min_slice_flood_bytes\": %llu, ",
+			(unsigned long long)r->slow, (unsigned long long)r->flood_bytes,
+			(unsigned long long)r->min_slice_rtts,
+			(unsigned long long)r->min_slice_flood_bytes);
 		perf_json_num(f, "flood_gbps", r->flood_gbps, true);
 		perf_json_num(f, "worker_busy_share", r->busy, true);
 		perf_json_num(f, "p50_over_quiet", r->p50_ratio, true);

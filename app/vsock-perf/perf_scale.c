@@ -46,7 +46,6 @@
 
 #include <rte_common.h>
 
-#include "tap.h"
 #include "vsock_perf.h"
 
 /* Payload mbufs per VM, as an app option. */
@@ -461,28 +460,4 @@ void perf_write_scale_json(FILE *f)
 		perf_json_num(f, "idle_ns_per_vm", paired(r, P_SLOPE), false);
 		fprintf(f, "}%s\n", i + 1 < nb_scale ? "," : "");
 	}
-}
-
-int perf_scale_smoke(void)
-{
-	unsigned int i;
-
-	for (i = 0; i < nb_scale; i++) {
-		const struct scale_result *r = &scale_results[i];
-
-		tap_ok(r->ok && r->round_trips > 0 && r->bytes > 0, "scale, %u VM(s) on lcore 1: VM "
-		       "3's %llu round trips and %llu g2h bytes verified (p50 %.2f us, %.2f "
-		       "Gbit/s)%s%s", r->vms, (unsigned long long)r->round_trips,
-		       (unsigned long long)r->bytes, r->p50, r->gbps, r->ok ? "" : ": ", r->err);
-		tap_ok(r->rounds > 0 && r->round_ns > 0, "scale, %u VM(s): the worker's idle rounds "
-		       "counted (%llu rounds, %.1f ns each)", r->vms,
-		       (unsigned long long)r->rounds, r->round_ns);
-	}
-	if (plan.json) {
-		int recs = perf_json_count(plan.json, "\"part\": \"scale\"");
-
-		tap_ok(recs == (int)nb_scale, "JSON has one record per count and repetition "
-		       "(%d of %u)", recs, nb_scale);
-	}
-	return tap_done();
 }

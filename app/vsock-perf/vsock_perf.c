@@ -20,14 +20,12 @@
  * --isolation instead measures what a VM's flood costs its neighbour on one lcore (perf_iso.c),
  * --scale what idle VMs cost a worker lcore and the one VM on it that works (perf_scale.c).
  */
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
-#include "tap.h"
 #include "vsock_perf.h"
 
 struct plan plan;
@@ -44,100 +42,13 @@ const char *const mode_name[M_NB] = { "g2h", "h2g", "rr" };
 const char *const host_name[H_NB] = { "uds", "native" };
 const char *const ring_name[R_NB] = { "split", "packed" };
 
-/* The CI check: every mode once, briefly, each variant; everything verified. */
-static int smoke(void)
-{
-	unsigned int i;
-
-	for (i = 0; i < nb_results; i++) {
-		const struct result *r = &results[i];
-
-		tap_ok(r->ok && r->bytes > 0, "%s %s %u B burst %u conns %u: %llu bytes verified "
-		       "(%.3f Mpps)%s%s", plan.variants[r->variant].name, mode_name[r->mode],
-		       r->payload, r->burst, r->conns, (unsigned long long)r->bytes, r->mpps,
-		       r->ok ? "" : ": ", r->ok ? "" : r->err);
-		/*
-		 * The counters are read while packets are in flight: each read may fall
-		 * between a queue's entry and its store, so the two counts may differ by
-		 * that much (SMOKE_SKEW), whatever the number of packets in the window.
-		 */
-		if (r->mode != M_RR && plan.variants[r->variant].per_entry)
-			tap_ok(r->vq_pkts > 0 && llabs(llround(r->idx_pkt * (double)r->vq_pkts) -
-			       (long long)r->vq_pkts) <= SMOKE_SKEW, "per-entry %s %u B: one "
-			       "used->idx store per packet (%.0f stores, %llu packets)",
-			       mode_name[r->mode], r->payload, r->idx_pkt * (double)r->vq_pkts,
-			       (unsigned long long)r->vq_pkts);
-		if (r->mode != M_RR)
-			tap_ok(r->vq_pkts > 0 && r->idx_pkt > 0 && r->cyc_pkt > 0,
-			       "%s %s %u B: the backend's counters moved (%llu ring packets, %.3f "
-			       "used->idx stores and %.0f cycles per packet)",
-			       plan.variants[r->variant].name, mode_name[r->mode], r->payload,
-			       (unsigned long long)r->vq_pkts, r->idx_pkt, r->cyc_pkt);
-	}
-	for (i = 0; i < nb_results; i++) {
-		const struct result *r = &results[i];
-		long kicks;
-
-		if (plan.variants[r->variant].host != H_NATIVE || r->csys < 0)
-			continue;
-		/*
-		 * The point of the native path: no syscall per packet on either end. Besides
-		 * the guest driver's kicks (eventfd writes the engine counts, one per lap of
-		 * avail_event), the client thread's count holds only the measurement's own few
-		 * (perf's attach sleep, its kill and wait); the worker's excludes its idle
-		 * rounds' epoll_wait, counted apart, so it is as uncertain as perf's two
-		 * counters' start.
-		 */
-		kicks = llround(r->kick_pkt * (double)r->vq_pkts);
-		tap_ok(r->csys - kicks <= NATIVE_MEASURE_SYSCALLS &&
-		       r->sys_pkt * (double)r->vq_pkts <= NATIVE_MEASURE_SYSCALLS,
-		       "native %s %u B: %ld client syscalls in %llu packets (%ld guest kicks, the "
-		       "rest the measurement's), worker %.0f besides epoll_wait",
-		       mode_name[r->mode], r->payload, r->csys, (unsigned long long)r->vq_pkts,
-		       kicks, r->sys_pkt * (double)r->vq_pkts);
-	}
-	if (plan.hosts[H_NATIVE])
-		tap_ok(native_lost == 0, "native: every host mbuf came back to its pool (%u "
-		       "missing)", native_lost);
-	if (plan.refs)
-		tap_ok(refs.cl_rtt_ns > 0 && refs.memcpy_gbps[0] > 0 && refs.unix_gbps[0] > 0,
-		       "reference limits measured (cache line %.0f ns)", refs.cl_rtt_ns);
-	if (plan.json) {
-		int recs = perf_json_count(plan.json, "\"direction\"");
-
-		tap_ok(recs == (int)nb_results, "JSON has one record per case (%d of %u)", recs,
-		       nb_results);
-	}
-	return tap_done();
-}
-
-int perf_json_count(const char *path, const char *needle)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = calloc(1, 1 << 20);
-	size_t n = f && buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-	char *p = buf;
-	int recs = 0;
-
-	while (n && (p = strstr(p, needle)) != NULL) {
-		recs++;
-		p++;
-	}
-	if (f)
-		fclose(f);
-	free(buf);
-	return n ? recs : -1;
-}
-
-/* A part that is its own run instead of the cases: its JSON, then its TAP lines or its table. */
-static int run_part(bool (*run)(void), int (*smoke)(void), void (*print)(FILE *f))
+/* A part that is its own run instead of the cases: its JSON, then its table. */
+static int run_part(bool (*run)(void), void (*print)(FILE *f))
 {
 	bool ok = run();
 
 	if (plan.json)
 		perf_write_json(plan.json);
-	if (plan.smoke)
-		return smoke();
 	print(stdout);
 	return ok ? 0 : 1;
 }
@@ -168,9 +79,9 @@ int main(int argc, char **argv)
 	}
 	/* The isolation part (one app with two VMs) and the scale part (one app per VM count). */
 	if (plan.scale)
-		return run_part(perf_run_scale, perf_scale_smoke, perf_print_scale_table);
+		return run_part(perf_run_scale, perf_print_scale_table);
 	if (plan.isolation)
-		return run_part(perf_run_isolation, perf_iso_smoke, perf_print_iso_table);
+		return run_part(perf_run_isolation, perf_print_iso_table);
 	if (plan.refs)
 		perf_measure_refs();
 	/* After the references: they fork and pin, the EAL's threads should not see that. */
@@ -195,8 +106,6 @@ int main(int argc, char **argv)
 		perf_native_fini();
 	if (plan.json)
 		perf_write_json(plan.json);
-	if (plan.smoke)
-		return smoke();
 	perf_print_table(stdout);
 	for (v = 0; v < nb_results; v++)
 		if (!results[v].ok)

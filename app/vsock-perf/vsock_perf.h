@@ -29,8 +29,6 @@ struct rte_mbuf;
 #define RTT_MAX (1u << 21)
 #define RECV_BUF PERF_PAT_RUN
 #define DRAIN_NS 5000000000ull
-/* Two counter reads, each up to one entry ahead of its store on each of the two queues. */
-#define SMOKE_SKEW 4
 /* Native host end: mbufs per send or receive call, payload bytes per mbuf. */
 #define NATIVE_BURST 32
 /*
@@ -41,8 +39,6 @@ struct rte_mbuf;
  */
 #define NATIVE_FILL 8
 #define NATIVE_SEG 2048u
-/* Syscalls perf's start and stop add to the client thread's count in a window, at most. */
-#define NATIVE_MEASURE_SYSCALLS 16
 
 
 enum mode { M_G2H, M_H2G, M_RR, M_NB };
@@ -79,7 +75,7 @@ struct plan {
 	double secs;
 	uint16_t ring;
 	bool refs;
-	bool smoke;
+	bool smoke;		/* seconds-long figures for the CI check (tests/bench) */
 	bool syscalls;		/* perf stat the worker's syscalls in each window */
 	bool callgrind;		/* the app runs under callgrind: zero, dump around windows */
 	bool guest_irq;		/* the guest wants an interrupt per used entry (Linux) */
@@ -103,6 +99,7 @@ struct result {
 	double mpps, gbps;
 	double p50, p99, p999;		/* rr: microseconds */
 	uint64_t vq_pkts;		/* used entries both rings, in the window */
+	uint64_t idx;			/* used->idx stores both rings, in the window */
 	double cyc_pkt, idx_pkt, irq_pkt, kick_pkt;
 	double busy;			/* the worker's busy share of the window; NAN: unknown */
 	double sys_pkt;			/* other than epoll_wait; -1: not measured */
@@ -159,7 +156,7 @@ struct iso_result {
 	uint64_t slow;
 	double slice_p50[MAX_SLICES];	/* each slice's own median, microseconds */
 	uint64_t flood_bytes;		/* VM 3's bytes the host readers took in the slices */
-	/* The fewest in one slice: whether both VMs moved in every one (the smoke's check). */
+	/* The fewest in one slice: whether both VMs moved in every one. */
 	uint64_t min_slice_rtts, min_slice_flood_bytes;
 	double flood_gbps;
 	double busy;			/* the worker's busy share of the slices; NAN: unknown */
@@ -270,10 +267,8 @@ bool perf_vm_running(unsigned int cid);
 /* No interrupts for a polling guest (unless --guest-irq). */
 void perf_guest_polling(struct dp_env *e);
 
-/* perf_iso.c: the isolation part; whether the app exited cleanly */
+/* perf_iso.c: the isolation part; whether it went well and the app exited cleanly */
 bool perf_run_isolation(void);
-/* After it, with --smoke: TAP lines on what it did (progress, bytes), the exit code. */
-int perf_iso_smoke(void);
 
 /* perf_scale.c: the scale part; whether every count ran and its app exited cleanly */
 extern struct scale_result *scale_results;
@@ -282,8 +277,6 @@ bool perf_run_scale(void);
 void perf_print_scale_table(FILE *f);
 /* Its records for the JSON's "cases", each followed by ",\n" but the last. */
 void perf_write_scale_json(FILE *f);
-/* --smoke --scale: TAP lines, the exit status. */
-int perf_scale_smoke(void);
 
 /* perf_report.c: the references, the summary table and the JSON records */
 void perf_measure_refs(void);
@@ -293,8 +286,5 @@ void perf_write_json(const char *path);
 /* Median of @p v (sorted in place; NAN if empty); a JSON number, null if not finite. */
 double perf_median(double *v, unsigned int n);
 void perf_json_num(FILE *f, const char *k, double v, bool comma);
-
-/* vsock_perf.c: how many times @p needle occurs in the JSON file @p path; -1: unread. */
-int perf_json_count(const char *path, const char *needle);
 
 #endif /* APP_VSOCK_PERF_VSOCK_PERF_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A tiny TAP producer shared by every test program and vsock-perf --smoke: one
- * "ok"/"not ok" line per check, so scripts/test.sh can count results across the
- * whole suite.
+ * A tiny TAP producer shared by every test program: one "ok"/"not ok" line per
+ * check, so scripts/test.sh can count results across the whole suite. The
+ * harness's own diagnostics ("# " lines) use it too.
  */
 #ifndef VSOCK_HARNESS_TAP_H
 #define VSOCK_HARNESS_TAP_H
