@@ -94,6 +94,26 @@ static unsigned int parse_list(const char *s, unsigned int *out, unsigned int lo
 	return n;
 }
 
+/* Which of @p names the words of @p arg are: @p on[i] for names[i], the others false. */
+static void parse_names(const char *arg, const char *const *names, unsigned int nb, bool *on,
+			const char *what)
+{
+	char buf[256], *save, *t;
+	unsigned int i;
+
+	memset(on, 0, nb * sizeof(*on));
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < nb && strcmp(t, names[i]); i++)
+			;
+		if (i == nb) {
+			fprintf(stderr, "vsock-perf: unknown %s '%s'\n", what, t);
+			exit(2);
+		}
+		on[i] = true;
+	}
+}
+
 /*
  * Every variant with every host end and ring layout, the ring layouts adjacent and then the
  * host ends (split, packed, split, packed ... or uds, native, uds, native ... when
@@ -170,6 +190,12 @@ void perf_parse_args(int argc, char **argv)
 		{ "vms", 1, NULL, 'n' }, { "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* The options without a value: each sets its flag of the plan. */
+	bool *const flags[128] = {
+		['f'] = &plan.refs, ['s'] = &plan.syscalls, ['g'] = &plan.callgrind,
+		['I'] = &plan.guest_irq, ['S'] = &plan.smoke, ['i'] = &plan.isolation,
+		['x'] = &plan.scale,
+	};
 	unsigned int i, ring = 128, reps = 3;
 	bool reps_set = false, time_set = false, conns_set = false;
 	char buf[256], *save, *t;
@@ -189,19 +215,13 @@ void perf_parse_args(int argc, char **argv)
 	for (i = 0; i < RTE_DIM(scale_default); i++)
 		plan.vm_counts[plan.nb_vm_counts++] = scale_default[i];
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (o > 0 && o < (int)RTE_DIM(flags) && flags[o] != NULL) {
+			*flags[o] = true;
+			continue;
+		}
 		switch (o) {
 		case 'm':
-			memset(plan.modes, 0, sizeof(plan.modes));
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				for (i = 0; i < M_NB && strcmp(t, mode_name[i]); i++)
-					;
-				if (i == M_NB) {
-					fprintf(stderr, "vsock-perf: unknown mode '%s'\n", t);
-					exit(2);
-				}
-				plan.modes[i] = true;
-			}
+			parse_names(optarg, mode_name, M_NB, plan.modes, "mode");
 			break;
 		case 'p':
 			plan.nb_payloads = parse_list(optarg, plan.payloads, 1, 65536);
@@ -239,55 +259,14 @@ void perf_parse_args(int argc, char **argv)
 		case 'R':
 			ring = (unsigned int)atoi(optarg);
 			break;
-		case 'f':
-			plan.refs = true;
-			break;
-		case 's':
-			plan.syscalls = true;
-			break;
-		case 'g':
-			plan.callgrind = true;
-			break;
 		case 'j':
 			plan.json = optarg;
 			break;
-		case 'I':
-			plan.guest_irq = true;
-			break;
-		case 'S':
-			plan.smoke = true;
-			break;
 		case 'H':
-			memset(plan.hosts, 0, sizeof(plan.hosts));
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				for (i = 0; i < H_NB && strcmp(t, host_name[i]); i++)
-					;
-				if (i == H_NB) {
-					fprintf(stderr, "vsock-perf: unknown host end '%s'\n", t);
-					exit(2);
-				}
-				plan.hosts[i] = true;
-			}
+			parse_names(optarg, host_name, H_NB, plan.hosts, "host end");
 			break;
 		case 'L':
-			memset(plan.rings, 0, sizeof(plan.rings));
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				for (i = 0; i < R_NB && strcmp(t, ring_name[i]); i++)
-					;
-				if (i == R_NB) {
-					fprintf(stderr, "vsock-perf: unknown ring layout '%s'\n", t);
-					exit(2);
-				}
-				plan.rings[i] = true;
-			}
-			break;
-		case 'i':
-			plan.isolation = true;
-			break;
-		case 'x':
-			plan.scale = true;
+			parse_names(optarg, ring_name, R_NB, plan.rings, "ring layout");
 			break;
 		case 'n':
 			plan.nb_vm_counts = parse_list(optarg, plan.vm_counts, 1, 1u << 20);

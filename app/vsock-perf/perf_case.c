@@ -188,14 +188,14 @@ void perf_run_stream(struct result *r)
 		for (k = 0; k < 16; k++)
 			g2h ? g2h_round(r->payload, n, true) : h2g_round(n, true);
 		t1 = perf_now_ns();
-	} while ((t1 < end || (perf_total_rcvd(n) == b0 && t1 < end + DRAIN_NS)) &&
+	} while ((t1 < end || (perf_total_rcvd(n) == b0 && t1 < end + STALL_TIMEOUT_NS)) &&
 		 pconns[0].bad_at == UINT64_MAX);
 	/*
 	 * The smoke (tests/bench) checks that the backend's counters moved in the window; on a
 	 * loaded machine the bytes that arrived may all be from buffers the backend filled
 	 * before it began, so the window also goes on until the backend completed something.
 	 */
-	while (plan.smoke && c0.ok && !backend_moved(&c0) && t1 < end + DRAIN_NS &&
+	while (plan.smoke && c0.ok && !backend_moved(&c0) && t1 < end + STALL_TIMEOUT_NS &&
 	       pconns[0].bad_at == UINT64_MAX) {
 		unsigned int k;
 
@@ -206,7 +206,7 @@ void perf_run_stream(struct result *r)
 	b1 = perf_total_rcvd(n);
 	window_end(r, &c0, rte_rdtsc() - tsc0);
 	/* Everything in flight arrives before the books are checked. */
-	deadline = perf_now_ns() + DRAIN_NS;
+	deadline = perf_now_ns() + STALL_TIMEOUT_NS;
 	while (!perf_all_received(n) && perf_now_ns() < deadline)
 		g2h ? g2h_round(r->payload, n, false) : h2g_round(n, false);
 	r->secs = (double)(t1 - t0) / 1e9;
@@ -305,14 +305,14 @@ void perf_run_rr(struct result *r)
 	for (k = 0; k < 1000; k++) {
 		uint64_t rtt;
 
-		if (!rr_once(&pconns[k % n], r->payload, &rtt, perf_now_ns() + DRAIN_NS))
+		if (!rr_once(&pconns[k % n], r->payload, &rtt, perf_now_ns() + STALL_TIMEOUT_NS))
 			break;
 	}
 	window_begin(&c0);
 	tsc0 = rte_rdtsc();
 	t0 = perf_now_ns();
 	end = t0 + (uint64_t)(plan.secs * 1e9);
-	deadline = end + DRAIN_NS;
+	deadline = end + STALL_TIMEOUT_NS;
 	do {
 		if (!rr_once(&pconns[i++ % n], r->payload, &rtts[cnt], deadline)) {
 			stalled = true;
@@ -338,7 +338,7 @@ void perf_run_rr(struct result *r)
 	if (stalled) {
 		r->ok = false;
 		snprintf(r->err, sizeof(r->err), "a round trip did not complete within %llu s "
-			 "(after %llu)", (unsigned long long)(DRAIN_NS / 1000000000u),
+			 "(after %llu)", (unsigned long long)(STALL_TIMEOUT_NS / 1000000000u),
 			 (unsigned long long)cnt);
 	} else if (r->ok && cnt == 0) {
 		r->ok = false;

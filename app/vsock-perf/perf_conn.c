@@ -185,17 +185,20 @@ static int native_open(struct pconn *pc, enum mode m, int listener)
 		pc->h = vsock_native_connect(DP_CID, PORT_H2G, VSOCK_NATIVE_STREAM);
 		if (pc->h < 0)
 			return pc->h;
-		DP_WAIT(&env.dp, (pc->gc = vfe_guest_accept(&env.dp.g)) != NULL, MS);
-		DP_WAIT(&env.dp, vsock_native_state(pc->h) == VSOCK_NATIVE_ESTABLISHED, MS);
+		DP_WAIT(&env.dp, (pc->gc = vfe_guest_accept(&env.dp.g)) != NULL,
+			STEP_TIMEOUT_MS);
+		DP_WAIT(&env.dp, vsock_native_state(pc->h) == VSOCK_NATIVE_ESTABLISHED,
+			STEP_TIMEOUT_MS);
 	} else {
 		pc->gc = vfe_guest_connect(&env.dp.g, m == M_G2H ? PORT_G2H : PORT_RR,
 					   VIRTIO_VSOCK_TYPE_STREAM);
 		if (pc->gc == NULL)
 			return -ENOMEM;
-		DP_WAIT(&env.dp, (pc->h = vsock_native_accept(listener)) != -EAGAIN, MS);
+		DP_WAIT(&env.dp, (pc->h = vsock_native_accept(listener)) != -EAGAIN,
+			STEP_TIMEOUT_MS);
 		if (pc->h < 0)
 			return pc->h;
-		DP_WAIT(&env.dp, pc->gc->state == VFE_GC_ESTABLISHED, MS);
+		DP_WAIT(&env.dp, pc->gc->state == VFE_GC_ESTABLISHED, STEP_TIMEOUT_MS);
 	}
 	return vsock_native_state(pc->h) == VSOCK_NATIVE_ESTABLISHED ? 0 : -ECONNREFUSED;
 }
@@ -239,12 +242,12 @@ int perf_open_conns(enum mode m, unsigned int n)
 			continue;
 		}
 		if (m == M_H2G) {
-			pc->fd = dp_host_to_guest(&env.dp, PORT_H2G, &pc->gc, &hp, MS);
+			pc->fd = dp_host_to_guest(&env.dp, PORT_H2G, &pc->gc, &hp, STEP_TIMEOUT_MS);
 		} else {
 			pc->gc = dp_guest_connect(&env.dp, m == M_G2H ? PORT_G2H : PORT_RR,
-						  VIRTIO_VSOCK_TYPE_STREAM, MS);
+						  VIRTIO_VSOCK_TYPE_STREAM, STEP_TIMEOUT_MS);
 			if (pc->gc && pc->gc->state == VFE_GC_ESTABLISHED)
-				pc->fd = dp_accept(&env.dp, lfd, MS);
+				pc->fd = dp_accept(&env.dp, lfd, STEP_TIMEOUT_MS);
 		}
 		if (pc->fd < 0 || pc->gc == NULL || pc->gc->state != VFE_GC_ESTABLISHED) {
 			if (lfd >= 0)
@@ -291,7 +294,7 @@ void perf_close_conns(unsigned int n)
 
 		if (c == NULL)
 			continue;
-		DP_WAIT(&env.dp, guest_closed(c), MS);
+		DP_WAIT(&env.dp, guest_closed(c), STEP_TIMEOUT_MS);
 		vfe_guest_release(&env.dp.g, c);
 		pconns[i].gc = NULL;
 	}

@@ -186,11 +186,11 @@ static bool slice(enum iso_cond c, char *err, size_t len)
 
 		if (flood)
 			flood_turn(true);
-		ns = pp_once(perf_now_ns() + DRAIN_NS);
+		ns = pp_once(perf_now_ns() + STALL_TIMEOUT_NS);
 		if (ns == 0) {
 			snprintf(err, len, "%s slice %u: a round trip of VM 5 did not complete "
 				 "within %llu s (after %llu)", iso_cond_name[c], r->slices,
-				 (unsigned long long)(DRAIN_NS / 1000000000u),
+				 (unsigned long long)(STALL_TIMEOUT_NS / 1000000000u),
 				 (unsigned long long)(nb_rtt[c] - k0));
 			return false;
 		}
@@ -215,13 +215,13 @@ static bool slice(enum iso_cond c, char *err, size_t len)
 	r->slices++;
 	if (flood) {
 		/* Quiet means VM 3 idle: everything it sent read before the next slice. */
-		uint64_t deadline = perf_now_ns() + DRAIN_NS;
+		uint64_t deadline = perf_now_ns() + STALL_TIMEOUT_NS;
 
 		while (!flood_drained() && perf_now_ns() < deadline)
 			flood_turn(false);
 		if (!flood_drained()) {
 			snprintf(err, len, "the flood did not drain within %llu s",
-				 (unsigned long long)(DRAIN_NS / 1000000000u));
+				 (unsigned long long)(STALL_TIMEOUT_NS / 1000000000u));
 			return false;
 		}
 	}
@@ -303,9 +303,9 @@ static int pp_open(void)
 	perf_csum_init(&pp.rx_sum);
 	if (lfd < 0)
 		return lfd;
-	pp.gc = dp_guest_connect(&peer, PORT_RR, VIRTIO_VSOCK_TYPE_STREAM, MS);
+	pp.gc = dp_guest_connect(&peer, PORT_RR, VIRTIO_VSOCK_TYPE_STREAM, STEP_TIMEOUT_MS);
 	if (pp.gc != NULL && pp.gc->state == VFE_GC_ESTABLISHED)
-		pp.fd = dp_accept(&peer, lfd, MS);
+		pp.fd = dp_accept(&peer, lfd, STEP_TIMEOUT_MS);
 	close(lfd);
 	return pp.fd >= 0 ? 0 : -ECONNREFUSED;
 }
@@ -323,7 +323,7 @@ static void pp_close(void)
 		close(pp.fd);
 	pp.fd = -1;
 	if (pp.gc != NULL) {
-		DP_WAIT(&peer, pp_closed(), MS);
+		DP_WAIT(&peer, pp_closed(), STEP_TIMEOUT_MS);
 		vfe_guest_release(&peer.g, pp.gc);
 	}
 	pp.gc = NULL;
@@ -347,7 +347,8 @@ static bool measure(char *err, size_t len)
 	    perf_attach(&peer, packed, &g5, err, len) < 0)
 		return false;
 	/* The engine takes each device over asynchronously; connect refuses until then. */
-	if (!DP_WAIT(&peer, perf_vm_running(DP_CID) && perf_vm_running(ISO_PEER_CID), MS)) {
+	if (!DP_WAIT(&peer, perf_vm_running(DP_CID) && perf_vm_running(ISO_PEER_CID),
+		     STEP_TIMEOUT_MS)) {
 		snprintf(err, len, "the engine did not start polling both guests");
 		return false;
 	}
@@ -367,19 +368,19 @@ static bool measure(char *err, size_t len)
 	}
 	/* Warm up, neither measured: quiet round trips, then a slice's worth of flood. */
 	for (k = 0; k < ISO_WARM_RTTS; k++)
-		if (pp_once(perf_now_ns() + DRAIN_NS) == 0) {
+		if (pp_once(perf_now_ns() + STALL_TIMEOUT_NS) == 0) {
 			snprintf(err, len, "warm-up: a round trip of VM 5 did not complete");
 			return false;
 		}
 	end = perf_now_ns() + (uint64_t)(plan.secs * 1e9);
 	while (perf_now_ns() < end) {
 		flood_turn(true);
-		if (pp_once(perf_now_ns() + DRAIN_NS) == 0) {
+		if (pp_once(perf_now_ns() + STALL_TIMEOUT_NS) == 0) {
 			snprintf(err, len, "warm-up: a round trip of VM 5 stalled in the flood");
 			return false;
 		}
 	}
-	end = perf_now_ns() + DRAIN_NS;
+	end = perf_now_ns() + STALL_TIMEOUT_NS;
 	while (!flood_drained() && perf_now_ns() < end)
 		flood_turn(false);
 	/* Quiet, flood, quiet, flood ...: each pair shares one state of the machine. */
@@ -421,7 +422,8 @@ bool perf_run_isolation(void)
 		goto report;
 	}
 	perf_pin(0);
-	if (!ops_cmd(&env, "set record-core-cycles on", "record-core-cycles on", MS, NULL))
+	if (!ops_cmd(&env, "set record-core-cycles on", "record-core-cycles on",
+		     STEP_TIMEOUT_MS, NULL))
 		fprintf(stderr, "vsock-perf: no busy share (record-core-cycles refused)\n");
 	ok = measure(err, sizeof(err));
 	if (peer.attached)

@@ -4,7 +4,7 @@
  * (include/vsock_pmd_native.h), its worker on lcore 1 (CPU 1), and the benchmark's thread,
  * the main lcore on CPU 0, plays the guest through the userspace frontend and the host
  * program through the native API. This file owns the EAL, the engine's start and stop and
- * the host program's mempool; the data path is in vsock_perf.c beside the socket one.
+ * the host program's mempool; the data path is in perf_conn.c beside the socket one.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,8 +39,8 @@ int perf_native_init(void)
 	/*
 	 * Cached per lcore: the worker frees on lcore 1 what the program allocates on 0. A
 	 * stack, not a ring: what the program fills next is what came back last, still in
-	 * cache, where a FIFO would cycle through all of its 37 MiB (64 KiB round trip
-	 * p50 61 -> 50 us on a loaded machine). The ring where no stack driver is loaded.
+	 * cache, where a FIFO would cycle through all of its 37 MiB before it reused an mbuf
+	 * (doc/performance.md, the native host end). The ring where no stack driver is loaded.
 	 */
 	pool = rte_pktmbuf_pool_create_by_ops("perf_host", PERF_NATIVE_MBUFS, 256, 0,
 					      RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id(),
@@ -139,7 +139,7 @@ void perf_native_fini(void)
 	rte_mempool_free(pool);
 	pool = NULL;
 	rte_eal_cleanup();
-	/* What vsock-perf's perf stat runs left there. */
+	/* What perf stat wrote there (perf_probe.c). */
 	for (i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/perf-syscalls-%u.txt", dir, i);
 		unlink(path);

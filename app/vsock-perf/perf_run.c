@@ -115,14 +115,14 @@ static void run_case(struct result *r)
 
 	snprintf(cmd, sizeof(cmd), "set burst %u", r->burst);
 	if (cur_host == H_NATIVE ? vsock_pmd_set_burst(r->burst) < 0 :
-	    !ops_cmd(&env, cmd, "Burst size set", MS, NULL)) {
+	    !ops_cmd(&env, cmd, "Burst size set", STEP_TIMEOUT_MS, NULL)) {
 		snprintf(r->err, sizeof(r->err), "the app refused '%s'", cmd);
 		return;
 	}
 	if (perf_attach(&env.dp, packed, &gc, r->err, sizeof(r->err)) < 0)
 		return;
 	/* The engine takes the device over asynchronously; connect refuses until then. */
-	if (!DP_WAIT(&env.dp, perf_vm_running(DP_CID), MS)) {
+	if (!DP_WAIT(&env.dp, perf_vm_running(DP_CID), STEP_TIMEOUT_MS)) {
 		snprintf(r->err, sizeof(r->err), "the engine did not start polling the guest");
 		dp_detach(&env.dp);
 		return;
@@ -164,7 +164,8 @@ static bool backend_start(const struct variant *var)
 	if (ops_start(&env, false, true, var->args) < 0)
 		return false;
 	perf_pin(0);
-	if (!ops_cmd(&env, "set record-core-cycles on", "record-core-cycles on", MS, NULL))
+	if (!ops_cmd(&env, "set record-core-cycles on", "record-core-cycles on",
+		     STEP_TIMEOUT_MS, NULL))
 		fprintf(stderr, "vsock-perf: no cycle counts (record-core-cycles refused)\n");
 	return true;
 }

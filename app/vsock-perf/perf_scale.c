@@ -59,7 +59,7 @@
 /* Before the idle window: the attaches' last control work done. */
 #define SCALE_SETTLE_US 100000
 /* The guests' attaches and the engine's takeovers, all of them: longer than one's. */
-#define SCALE_ATTACH_MS (4 * MS)
+#define SCALE_ATTACH_MS (4 * STEP_TIMEOUT_MS)
 
 struct scale_result *scale_results;
 unsigned int nb_scale;
@@ -225,7 +225,7 @@ static bool measure(struct scale_result *r, char *err, size_t len)
 
 		vm_path(DP_CID + 1 + i, "sock", e->sock, sizeof(e->sock));
 		/* The app makes the sockets one after the other; it waited for VM 3's only. */
-		if (!DP_WAIT(&env.dp, access(e->sock, F_OK) == 0, MS)) {
+		if (!DP_WAIT(&env.dp, access(e->sock, F_OK) == 0, STEP_TIMEOUT_MS)) {
 			snprintf(err, len, "no vhost-user socket %s", e->sock);
 			return false;
 		}
@@ -280,7 +280,8 @@ static bool one_count(struct scale_result *r)
 		goto out;
 	}
 	perf_pin(0);
-	if (!ops_cmd(&env, "set record-core-cycles on", "record-core-cycles on", MS, NULL))
+	if (!ops_cmd(&env, "set record-core-cycles on", "record-core-cycles on",
+		     STEP_TIMEOUT_MS, NULL))
 		fprintf(stderr, "vsock-perf: record-core-cycles refused\n");
 	ok = measure(r, err, sizeof(err));
 	for (i = 0; i < nb_idle; i++)

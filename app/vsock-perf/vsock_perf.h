@@ -20,7 +20,11 @@ struct rte_mbuf;
 #define PORT_G2H 5000
 #define PORT_H2G 6000
 #define PORT_RR 7000
-#define MS 5000
+/*
+ * How long a control step may take: a console command's answer, a connection's handshake
+ * or close, a vhost-user socket appearing, the engine taking a guest over.
+ */
+#define STEP_TIMEOUT_MS 5000
 #define MAX_LIST 16
 #define MAX_VARIANTS 8
 #define MAX_RESULTS 4096
@@ -28,14 +32,18 @@ struct rte_mbuf;
 #define MAX_SLICES 100
 #define RTT_MAX (1u << 21)
 #define RECV_BUF PERF_PAT_RUN
-#define DRAIN_NS 5000000000ull
+/*
+ * How long data may stand still before a transfer has stalled: a round trip, what was in
+ * flight after a window, a window in which no byte arrived, the flood's drain.
+ */
+#define STALL_TIMEOUT_NS 5000000000ull
 /* Native host end: mbufs per send or receive call, payload bytes per mbuf. */
 #define NATIVE_BURST 32
 /*
  * mbufs a send fills before it hands them over (16 KiB): the worker copies them into the
  * guest while the next ones are filled, as a reader of a Unix socket takes the first part
- * of a large send() while the kernel still copies the rest. Filling a whole burst first
- * made a 64 KiB round trip wait for all of it (p50 61 -> 44 us, loaded machine).
+ * of a large send() while the kernel still copies the rest, where a whole burst filled
+ * first would make a round trip wait for all of it.
  */
 #define NATIVE_FILL 8
 #define NATIVE_SEG 2048u
