@@ -1,101 +1,67 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * vsock-perf: the benchmark of dpdk-vsock (doc/performance.md).
- *
- * One process plays the guest (the userspace frontend and its vfe_guest driver, polling)
- * and the host programs (the app's Unix sockets, or the native API of the engine running
- * in this process), on one CPU; the backend's worker lcore has the other.
- * Shared between the measurement files.
+ * vsock-perf's run: the one context every part of it works on, passed by pointer (main()
+ * in vsock_perf.c owns it). One process, one thread: what the command line asked for, the
+ * backend under test and the guest attached to it, the connections of the case running,
+ * and the results of each part.
  */
 #ifndef APP_VSOCK_PERF_PERF_H
 #define APP_VSOCK_PERF_PERF_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
-/** Bytes of the reference pattern before it repeats (a prime: no power-of-two alias). */
-#define PERF_PAT_PERIOD 1048573u
-/** Longest contiguous run read from the pattern at any offset. */
-#define PERF_PAT_RUN 65536u
-
-/** The pattern, PERF_PAT_PERIOD + PERF_PAT_RUN bytes: byte k is pattern[k % PERIOD]. */
-extern uint8_t *perf_pat;
-
-void perf_pat_init(void);
-
-/** The next @p len stream bytes at stream offset @p off: a pointer into perf_pat. */
-static inline const uint8_t *perf_pat_at(uint64_t off)
-{
-	return perf_pat + off % PERF_PAT_PERIOD;
-}
-
-/**
- * Position-dependent checksum of a byte stream (Fletcher-style over 64-bit words), fed in
- * chunks of any size: the same bytes give the same sum however they were cut.
- */
-struct perf_csum {
-	uint64_t s1, s2;
-	uint64_t carry;
-	unsigned int carry_n;
-	uint64_t bytes;
-};
-
-void perf_csum_init(struct perf_csum *c);
-void perf_csum_add(struct perf_csum *c, const void *buf, size_t len);
-/** The final value (the partial word and the length folded in). */
-uint64_t perf_csum_value(const struct perf_csum *c);
-
-uint64_t perf_now_ns(void);
-/** Pin the calling thread to @p cpu; 0 or -errno. */
-int perf_pin(int cpu);
-
-/* Reference limits, measured with the app not running (its worker would share CPU 1). */
-
-/** Single-core memcpy of @p payload-byte blocks over a ring-sized working set: Gbit/s. */
-double perf_ref_memcpy_gbps(uint32_t payload, double secs);
-/** Cache line bounced between CPU 0 and CPU 1: nanoseconds per round trip. */
-double perf_ref_cacheline_rtt_ns(unsigned int rounds);
-/** Unix stream socket, writer on CPU 0 (@p payload-byte writes), reader on CPU 1: Gbit/s. */
-double perf_ref_unix_gbps(uint32_t payload, double secs);
-
-/**
- * Unix stream socket ping-pong between two processes (CPU 0 and CPU 1), both spinning on
- * non-blocking sockets: median round trip of @p payload bytes each way, microseconds.
- * The floor of the app's rr case, whose host end makes the same two syscalls.
- */
-double perf_ref_unix_rtt_us(uint32_t payload, unsigned int rounds);
-
-/* The backend's counters over a measured window, however they are read. */
-struct perf_counters {
-	uint64_t vq_pkts;	/* used entries, both rings */
-	uint64_t idx, irq, kicks;	/* used->idx stores, guest interrupts, guest kicks */
-	uint64_t busy_cycles, cycles_pkts;	/* the worker's busy rounds, what they moved */
-	uint64_t busy_rounds;	/* the worker's rounds that moved something */
-	uint64_t from_guest, to_guest;	/* vsock packets */
-	bool ok;		/* every counter was read */
-};
+#include "ops_env.h"
+#include "perf_args.h"
+#include "perf_case.h"
+#include "perf_conn.h"
+#include "perf_iso.h"
+#include "perf_native.h"
+#include "perf_probe.h"
+#include "perf_refs.h"
+#include "perf_scale.h"
 
 /*
- * The native host end (perf_native.c): the accelerator in this process, its worker on
- * lcore 1, the host program on the main lcore with the native API.
+ * How long a control step may take: a console command's answer, a connection's handshake
+ * or close, a vhost-user socket appearing, the engine taking a guest over.
  */
+#define STEP_TIMEOUT_MS 5000
+/*
+ * How long data may stand still before a transfer has stalled: a round trip, what was in
+ * flight after a window, a window in which no byte arrived, the flood's drain.
+ */
+#define STALL_TIMEOUT_NS 5000000000ull
+/* Cases of one run, at most. */
+#define MAX_RESULTS 4096
+/* Round trips kept per case (rr) or condition (isolation). */
+#define RTT_MAX (1u << 21)
 
-/** Host program's mbufs (2 KiB of data each). */
-#define PERF_NATIVE_MBUFS 16383u
+struct perf_run {
+	struct plan plan;
+	const uint8_t *pat;		/* what every stream carries (perf_pat_new()) */
+	/* The host end of the backend running now. */
+	enum host host;
+	/* The app under test (uds host end) and the frontend attached to it (either end). */
+	struct ops_env env;
+	/* The engine in this process (native host end). */
+	struct perf_native native;
+	struct perf_probe probe;
+	/* The connections of the case running now, and its round trips (rr). */
+	struct pconn *pconns;		/* MAX_CONNS */
+	uint64_t *rtts;			/* RTT_MAX */
+	/* What a Unix socket host end reads into before it checks it. */
+	uint8_t rbuf[PERF_PAT_RUN];
 
-/** rte_eal_init() for lcores 0-1 without hugepages, the host mempool, a run directory. */
-int perf_native_init(void);
-struct rte_mempool *perf_native_pool(void);
-/** vsock_pmd_start() with VM @p cid; its vhost-user socket path in @p sock. 0 or -errno. */
-int perf_native_start(uint64_t cid, unsigned int burst, bool per_entry, bool notify,
-		      char *sock, size_t len);
-/** vsock_pmd_stop(); returns the host mbufs not back in their pool (0: none lost). */
-unsigned int perf_native_stop(void);
-/** The counters of VM @p cid and of the worker, from the public statistics API. */
-void perf_native_counters(uint64_t cid, struct perf_counters *c);
-/** Where the engine's sockets (and perf's output) go. */
-const char *perf_native_dir(void);
-void perf_native_fini(void);
+	/* The cases' results, and what the report prints beside them. */
+	struct result results[MAX_RESULTS];
+	unsigned int nb_results;
+	struct refs refs;
+	/* The app's RSS with its default options, KiB (-1: not measured). */
+	long rss_default_kib;
+	/* Native host mbufs that did not come back to their pool, over every native run. */
+	unsigned int native_lost;
+	/* The parts run instead of the cases. */
+	struct perf_iso iso;
+	struct perf_scale scale;
+};
 
 #endif /* APP_VSOCK_PERF_PERF_H */

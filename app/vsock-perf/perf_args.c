@@ -10,7 +10,11 @@
 #include <rte_common.h>
 #include <vsock_pmd.h>
 
-#include "vsock_perf.h"
+#include "perf_args.h"
+
+const char *const mode_name[M_NB] = { "g2h", "h2g", "rr" };
+const char *const host_name[H_NB] = { "uds", "native" };
+const char *const ring_name[R_NB] = { "split", "packed" };
 
 /* What every variant is run with, in this order. */
 static const struct variant known_variants[] = {
@@ -24,8 +28,6 @@ static const struct variant known_variants[] = {
 
 /* --scale's VM counts (issue 14). */
 static const unsigned int scale_default[] = { 1, 16, 64, 256 };
-
-/* ---- command line ---- */
 
 static void usage(void)
 {
@@ -120,37 +122,37 @@ static void parse_names(const char *arg, const char *const *names, unsigned int 
  * alternated): the ratio column is then packed over split, or native over uds. A name says
  * what varies: "native/batch", "packed", "uds/packed".
  */
-static void cross_axes(void)
+static void cross_axes(struct plan *plan)
 {
 	struct variant base[MAX_VARIANTS];
-	unsigned int i, h, k, nb = plan.nb_variants, nb_hosts = 0, nb_rings = 0;
+	unsigned int i, h, k, nb = plan->nb_variants, nb_hosts = 0, nb_rings = 0;
 
 	for (h = 0; h < H_NB; h++)
-		nb_hosts += plan.hosts[h];
+		nb_hosts += plan->hosts[h];
 	for (k = 0; k < R_NB; k++)
-		nb_rings += plan.rings[k];
-	memcpy(base, plan.variants, sizeof(base));
-	plan.nb_variants = 0;
+		nb_rings += plan->rings[k];
+	memcpy(base, plan->variants, sizeof(base));
+	plan->nb_variants = 0;
 	for (i = 0; i < nb; i++) {
 		for (h = 0; h < H_NB; h++) {
-			if (!plan.hosts[h])
+			if (!plan->hosts[h])
 				continue;
 			/*
 			 * A sleeping worker wakes on guest kicks and host sockets only, not on
 			 * the native API's rings: it would see the host program every 10 ms.
 			 */
-			if (h == H_NATIVE && (base[i].notify || plan.callgrind)) {
+			if (h == H_NATIVE && (base[i].notify || plan->callgrind)) {
 				fprintf(stderr, "vsock-perf: the native host end runs with a polling "
 					"worker and without callgrind\n");
 				exit(2);
 			}
 			for (k = 0; k < R_NB; k++) {
-				struct variant *v = &plan.variants[plan.nb_variants];
+				struct variant *v = &plan->variants[plan->nb_variants];
 				char what[24] = "";
 
-				if (!plan.rings[k])
+				if (!plan->rings[k])
 					continue;
-				if (plan.nb_variants == MAX_VARIANTS) {
+				if (plan->nb_variants == MAX_VARIANTS) {
 					fprintf(stderr, "vsock-perf: at most %d variants with host ends "
 						"and ring layouts\n", MAX_VARIANTS);
 					exit(2);
@@ -170,13 +172,13 @@ static void cross_axes(void)
 						 what[0] ? "/" : "", ring_name[k]);
 				else
 					snprintf(v->name, sizeof(v->name), "%s", what);
-				plan.nb_variants++;
+				plan->nb_variants++;
 			}
 		}
 	}
 }
 
-void perf_parse_args(int argc, char **argv)
+void perf_parse_args(int argc, char **argv, struct plan *plan)
 {
 	static const struct option opts[] = {
 		{ "modes", 1, NULL, 'm' }, { "payloads", 1, NULL, 'p' },
@@ -192,28 +194,28 @@ void perf_parse_args(int argc, char **argv)
 	};
 	/* The options without a value: each sets its flag of the plan. */
 	bool *const flags[128] = {
-		['f'] = &plan.refs, ['s'] = &plan.syscalls, ['g'] = &plan.callgrind,
-		['I'] = &plan.guest_irq, ['S'] = &plan.smoke, ['i'] = &plan.isolation,
-		['x'] = &plan.scale,
+		['f'] = &plan->refs, ['s'] = &plan->syscalls, ['g'] = &plan->callgrind,
+		['I'] = &plan->guest_irq, ['S'] = &plan->smoke, ['i'] = &plan->isolation,
+		['x'] = &plan->scale,
 	};
 	unsigned int i, ring = 128, reps = 3;
 	bool reps_set = false, time_set = false, conns_set = false;
 	char buf[256], *save, *t;
 	int o;
 
-	plan.modes[M_G2H] = plan.modes[M_H2G] = plan.modes[M_RR] = true;
-	plan.nb_payloads = parse_list("64,256,1024,4096,16384,65536", plan.payloads, 1, 65536);
-	plan.nb_bursts = parse_list("32", plan.bursts, 1, 256);
-	plan.nb_conns = parse_list("1", plan.conns, 1, 1023);
-	plan.variants[0] = known_variants[0];
-	plan.nb_variants = 1;
-	plan.hosts[H_UDS] = true;
-	plan.rings[R_SPLIT] = true;
-	plan.secs = 1;
+	plan->modes[M_G2H] = plan->modes[M_H2G] = plan->modes[M_RR] = true;
+	plan->nb_payloads = parse_list("64,256,1024,4096,16384,65536", plan->payloads, 1, 65536);
+	plan->nb_bursts = parse_list("32", plan->bursts, 1, 256);
+	plan->nb_conns = parse_list("1", plan->conns, 1, 1023);
+	plan->variants[0] = known_variants[0];
+	plan->nb_variants = 1;
+	plan->hosts[H_UDS] = true;
+	plan->rings[R_SPLIT] = true;
+	plan->secs = 1;
 	/* The issue's counts; the engine's table holds them all (VSOCK_PMD_MAX_VMS). */
 	RTE_BUILD_BUG_ON(256 > VSOCK_PMD_MAX_VMS);
 	for (i = 0; i < RTE_DIM(scale_default); i++)
-		plan.vm_counts[plan.nb_vm_counts++] = scale_default[i];
+		plan->vm_counts[plan->nb_vm_counts++] = scale_default[i];
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (o > 0 && o < (int)RTE_DIM(flags) && flags[o] != NULL) {
 			*flags[o] = true;
@@ -221,22 +223,22 @@ void perf_parse_args(int argc, char **argv)
 		}
 		switch (o) {
 		case 'm':
-			parse_names(optarg, mode_name, M_NB, plan.modes, "mode");
+			parse_names(optarg, mode_name, M_NB, plan->modes, "mode");
 			break;
 		case 'p':
-			plan.nb_payloads = parse_list(optarg, plan.payloads, 1, 65536);
+			plan->nb_payloads = parse_list(optarg, plan->payloads, 1, 65536);
 			break;
 		case 'b':
-			plan.nb_bursts = parse_list(optarg, plan.bursts, 1, 256);
+			plan->nb_bursts = parse_list(optarg, plan->bursts, 1, 256);
 			break;
 		case 'c':
-			plan.nb_conns = parse_list(optarg, plan.conns, 1, 1023);
+			plan->nb_conns = parse_list(optarg, plan->conns, 1, 1023);
 			conns_set = true;
 			break;
 		case 'v':
-			plan.nb_variants = 0;
+			plan->nb_variants = 0;
 			snprintf(buf, sizeof(buf), "%s", optarg);
-			for (t = strtok_r(buf, ",", &save); t && plan.nb_variants < MAX_VARIANTS;
+			for (t = strtok_r(buf, ",", &save); t && plan->nb_variants < MAX_VARIANTS;
 			     t = strtok_r(NULL, ",", &save)) {
 				for (i = 0; i < NB_KNOWN &&
 				     strcmp(t, known_variants[i].name); i++)
@@ -245,7 +247,7 @@ void perf_parse_args(int argc, char **argv)
 					fprintf(stderr, "vsock-perf: unknown variant '%s'\n", t);
 					exit(2);
 				}
-				plan.variants[plan.nb_variants++] = known_variants[i];
+				plan->variants[plan->nb_variants++] = known_variants[i];
 			}
 			break;
 		case 'r':
@@ -253,28 +255,28 @@ void perf_parse_args(int argc, char **argv)
 			reps_set = true;
 			break;
 		case 't':
-			plan.secs = atof(optarg);
+			plan->secs = atof(optarg);
 			time_set = true;
 			break;
 		case 'R':
 			ring = (unsigned int)atoi(optarg);
 			break;
 		case 'j':
-			plan.json = optarg;
+			plan->json = optarg;
 			break;
 		case 'H':
-			parse_names(optarg, host_name, H_NB, plan.hosts, "host end");
+			parse_names(optarg, host_name, H_NB, plan->hosts, "host end");
 			break;
 		case 'L':
-			parse_names(optarg, ring_name, R_NB, plan.rings, "ring layout");
+			parse_names(optarg, ring_name, R_NB, plan->rings, "ring layout");
 			break;
 		case 'n':
-			plan.nb_vm_counts = parse_list(optarg, plan.vm_counts, 1, 1u << 20);
-			for (i = 0; i < plan.nb_vm_counts; i++)
-				if (plan.vm_counts[i] > VSOCK_PMD_MAX_VMS) {
+			plan->nb_vm_counts = parse_list(optarg, plan->vm_counts, 1, 1u << 20);
+			for (i = 0; i < plan->nb_vm_counts; i++)
+				if (plan->vm_counts[i] > VSOCK_PMD_MAX_VMS) {
 					fprintf(stderr, "vsock-perf: --vms %u: one app serves at most "
 						"%d VMs (VSOCK_PMD_MAX_VMS, the length of the engine's "
-						"VM table)\n", plan.vm_counts[i], VSOCK_PMD_MAX_VMS);
+						"VM table)\n", plan->vm_counts[i], VSOCK_PMD_MAX_VMS);
 					exit(2);
 				}
 			break;
@@ -287,24 +289,24 @@ void perf_parse_args(int argc, char **argv)
 		}
 	}
 	/* Isolation: many short slices of each condition, a flood deep enough to last a trip. */
-	if (plan.isolation) {
+	if (plan->isolation) {
 		reps = reps_set ? reps : 10;
-		plan.secs = time_set ? plan.secs : 0.2;
-		plan.flood_conns = conns_set ? plan.conns[0] : 4;
+		plan->secs = time_set ? plan->secs : 0.2;
+		plan->flood_conns = conns_set ? plan->conns[0] : 4;
 	}
-	if (ring < 2 || ring > 1024 || (ring & (ring - 1)) || reps < 1 || reps > 100 ||
-	    !(plan.secs > 0) || plan.nb_variants == 0) {
+	if (ring < 2 || ring > 1024 || (ring & (ring - 1)) || reps < 1 || reps > MAX_REPS ||
+	    !(plan->secs > 0) || plan->nb_variants == 0) {
 		fprintf(stderr, "vsock-perf: bad --ring, --reps, --time or --variants\n");
 		exit(2);
 	}
-	plan.ring = (uint16_t)ring;
-	plan.reps = reps;
-	cross_axes();
-	if (plan.nb_variants == 0) {
+	plan->ring = (uint16_t)ring;
+	plan->reps = reps;
+	cross_axes(plan);
+	if (plan->nb_variants == 0) {
 		fprintf(stderr, "vsock-perf: no host end or no ring layout\n");
 		exit(2);
 	}
-	if (plan.isolation && plan.scale) {
+	if (plan->isolation && plan->scale) {
 		fprintf(stderr, "vsock-perf: --isolation or --scale, not both\n");
 		exit(2);
 	}
@@ -312,12 +314,12 @@ void perf_parse_args(int argc, char **argv)
 	 * The isolation part (one app with two VMs) and the scale part (one app per VM count)
 	 * are each measured as one thing: nothing to cross them with.
 	 */
-	if ((plan.isolation || plan.scale) &&
-	    (plan.nb_variants > 1 || plan.variants[0].host != H_UDS || plan.refs ||
-	     plan.syscalls || plan.callgrind)) {
+	if ((plan->isolation || plan->scale) &&
+	    (plan->nb_variants > 1 || plan->variants[0].host != H_UDS || plan->refs ||
+	     plan->syscalls || plan->callgrind)) {
 		fprintf(stderr, "vsock-perf: --%s runs one variant and ring layout on the uds host "
 			"end, without --refs, --syscalls or --callgrind\n",
-			plan.isolation ? "isolation" : "scale");
+			plan->isolation ? "isolation" : "scale");
 		exit(2);
 	}
 }

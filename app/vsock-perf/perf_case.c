@@ -8,18 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include <rte_common.h>
 #include <rte_cycles.h>
 
-#include "vsock_perf.h"
+#include "perf.h"
+#include "perf_case.h"
+#include "perf_stats.h"
 
 /* Guest -> host: the guest sends whole payloads within its credit; the host reads. */
-static void g2h_round(uint32_t payload, unsigned int n, bool more)
+static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bool more)
 {
+	struct vfe_guest *g = &run->env.dp.g;
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		struct pconn *pc = &pconns[i];
+		struct pconn *pc = &run->pconns[i];
 		uint32_t credit = vfe_guest_credit(pc->gc);
 		long w;
 
@@ -30,28 +35,29 @@ static void g2h_round(uint32_t payload, unsigned int n, bool more)
 			credit = PERF_PAT_RUN - PERF_PAT_RUN % payload;
 		if (credit == 0)
 			continue;
-		w = vfe_guest_send(&env.dp.g, pc->gc, perf_pat_at(pc->base + pc->sent), credit);
+		w = vfe_guest_send(g, pc->gc, perf_pat_at(run->pat, pc->base + pc->sent), credit);
 		if (w > 0)
 			pc->sent += (uint64_t)w;
 	}
-	vfe_guest_poll(&env.dp.g);
+	vfe_guest_poll(g);
 	for (i = 0; i < n; i++)
-		perf_host_recv(&pconns[i], UINT64_MAX);
+		perf_host_recv(run, &run->pconns[i], UINT64_MAX);
 }
 
 /* Host -> guest: the host writes what its socket takes; the guest checks in place. */
-static void h2g_round(unsigned int n, bool more)
+static void h2g_round(struct perf_run *run, unsigned int n, bool more)
 {
+	struct vfe_guest *g = &run->env.dp.g;
 	unsigned int i;
 
 	for (i = 0; i < n && more; i++) {
-		struct pconn *pc = &pconns[i];
+		struct pconn *pc = &run->pconns[i];
 
-		pc->sent += (uint64_t)perf_host_send(pc, pc->base + pc->sent, PERF_PAT_RUN);
+		pc->sent += (uint64_t)perf_host_send(run, pc, pc->base + pc->sent, PERF_PAT_RUN);
 	}
-	vfe_guest_poll(&env.dp.g);
+	vfe_guest_poll(g);
 	for (i = 0; i < n; i++) {
-		struct pconn *pc = &pconns[i];
+		struct pconn *pc = &run->pconns[i];
 		struct vfe_guest_conn *c = pc->gc;
 		uint32_t avail = vfe_guest_rx_avail(c), off, first;
 
@@ -60,25 +66,27 @@ static void h2g_round(unsigned int n, bool more)
 		/* Checked where the driver put it (its receive queue), then consumed. */
 		off = c->fwd_cnt % c->buf_alloc;
 		first = c->buf_alloc - off < avail ? c->buf_alloc - off : avail;
-		perf_stream_check(pc, c->rxq + off, first);
+		perf_stream_check(run, pc, c->rxq + off, first);
 		if (avail > first)
-			perf_stream_check(pc, c->rxq, avail - first);
-		vfe_guest_recv(&env.dp.g, c, NULL, avail);
+			perf_stream_check(run, pc, c->rxq, avail - first);
+		vfe_guest_recv(g, c, NULL, avail);
 	}
 }
-static void verify(struct result *r, unsigned int n)
+
+/* Both ends' books of @p n connections: every byte arrived as sent, no protocol breach. */
+static void verify(const struct perf_run *run, struct result *r, unsigned int n)
 {
 	unsigned int i;
 
 	r->ok = true;
-	if (env.dp.g.errors) {
+	if (run->env.dp.g.errors) {
 		r->ok = false;
 		snprintf(r->err, sizeof(r->err), "guest saw a protocol breach: %.100s",
-			 env.dp.g.err);
+			 run->env.dp.g.err);
 		return;
 	}
 	for (i = 0; i < n; i++) {
-		const struct pconn *pc = &pconns[i];
+		const struct pconn *pc = &run->pconns[i];
 
 		if (pc->herr) {
 			r->ok = false;
@@ -87,13 +95,13 @@ static void verify(struct result *r, unsigned int n)
 			return;
 		}
 		if (pc->bad_at != UINT64_MAX || pc->rcvd != pc->sent ||
-		    perf_csum_value(&pc->rx_sum) != perf_sent_csum(pc)) {
+		    perf_csum_value(&pc->rx_sum) != perf_sent_csum(run, pc)) {
 			r->ok = false;
 			snprintf(r->err, sizeof(r->err), "conn %u: sent %llu, received %llu, "
 				 "first bad byte %lld, checksums %s", i,
 				 (unsigned long long)pc->sent, (unsigned long long)pc->rcvd,
 				 (long long)pc->bad_at,
-				 perf_csum_value(&pc->rx_sum) == perf_sent_csum(pc) ? "equal" :
+				 perf_csum_value(&pc->rx_sum) == perf_sent_csum(run, pc) ? "equal" :
 				 "differ");
 			return;
 		}
@@ -106,31 +114,32 @@ static void verify(struct result *r, unsigned int n)
  * or preempted by perf in a busy round, would count busy cycles the loop's time does not
  * hold: a busy share over 1).
  */
-static void window_begin(struct perf_counters *c)
+static void window_begin(struct perf_run *run, struct perf_counters *c)
 {
-	perf_syscalls_start();
-	perf_counters_read(c);
-	if (plan.callgrind)
-		perf_cg_cmd("-z");
+	perf_syscalls_start(run);
+	perf_counters_read(run, c);
+	if (run->plan.callgrind)
+		perf_cg_cmd(run, "-z");
 }
 
 /* The window's end; @p tsc: TSC cycles of its timed loop (for the worker's busy share). */
-static void window_end(struct result *r, const struct perf_counters *c0, uint64_t tsc)
+static void window_end(struct perf_run *run, struct result *r, const struct perf_counters *c0,
+		       uint64_t tsc)
 {
 	struct perf_busy busy = { 0 };
 	struct perf_counters c1;
 	long epolls, cepolls, csys, sys;
 
-	if (plan.callgrind)
-		perf_cg_cmd("-d");
-	perf_counters_read(&c1);
+	if (run->plan.callgrind)
+		perf_cg_cmd(run, "-d");
+	perf_counters_read(run, &c1);
 	/*
 	 * Then this thread's perf, before it makes any other syscall: what it counts beyond the
 	 * window is its own kill and wait, the sleep that let perf attach, and on the uds host
 	 * end the telemetry requests of the two counter reads (and callgrind_control's fork).
 	 */
-	csys = perf_syscalls_stop(PS_CLIENT, &cepolls);
-	sys = perf_syscalls_stop(PS_WORKER, &epolls);
+	csys = perf_syscalls_stop(run, PS_CLIENT, &cepolls);
+	sys = perf_syscalls_stop(run, PS_WORKER, &epolls);
 	if (!c0->ok || !c1.ok) {
 		/* No per-packet figure rather than a wrong one: the medians skip it. */
 		r->vq_pkts = 0;
@@ -139,8 +148,8 @@ static void window_end(struct result *r, const struct perf_counters *c0, uint64_
 		return;
 	}
 	r->vq_pkts = c1.vq_pkts - c0->vq_pkts;
-	r->cyc_pkt = perf_per(c1.busy_cycles - c0->busy_cycles, c1.cycles_pkts - c0->cycles_pkts);
 	r->idx = c1.idx - c0->idx;
+	r->cyc_pkt = perf_per(c1.busy_cycles - c0->busy_cycles, c1.cycles_pkts - c0->cycles_pkts);
 	r->idx_pkt = perf_per(r->idx, r->vq_pkts);
 	r->irq_pkt = perf_per(c1.irq - c0->irq, r->vq_pkts);
 	r->kick_pkt = perf_per(c1.kicks - c0->kicks, r->vq_pkts);
@@ -152,109 +161,100 @@ static void window_end(struct result *r, const struct perf_counters *c0, uint64_
 	r->csys_pkt = r->csys >= 0 ? perf_per((uint64_t)r->csys, r->vq_pkts) : -1;
 	r->epoll_pkt = epolls >= 0 ? perf_per((uint64_t)epolls, r->vq_pkts) : -1;
 	r->busy_rounds = c1.busy_rounds - c0->busy_rounds;
-	if (plan.callgrind)
-		perf_cg_read_ir(&r->cg_ir, &r->cg_ring, &r->cg_rounds);
+	if (run->plan.callgrind)
+		perf_cg_read_ir(run, &r->cg_ir, &r->cg_ring, &r->cg_rounds);
 }
 
 /* Whether the backend completed ring entries since @p c0 was read. */
-static bool backend_moved(const struct perf_counters *c0)
+static bool backend_moved(struct perf_run *run, const struct perf_counters *c0)
 {
 	struct perf_counters c;
 
-	perf_counters_read(&c);
+	perf_counters_read(run, &c);
 	return c.ok && c0->ok && c.vq_pkts != c0->vq_pkts;
 }
 
-void perf_run_stream(struct result *r)
+/* One round of the stream case of @p r; @p more: send more, or only take what is there. */
+static void stream_round(struct perf_run *run, const struct result *r, bool more)
+{
+	if (r->mode == M_G2H)
+		g2h_round(run, r->payload, r->conns, more);
+	else
+		h2g_round(run, r->conns, more);
+}
+
+void perf_run_stream(struct perf_run *run, struct result *r)
 {
 	unsigned int n = r->conns;
 	uint64_t t0, t1, b0, b1, end, deadline, tsc0;
 	struct perf_counters c0;
-	bool g2h = r->mode == M_G2H;
 
 	/* Warm up (caches, mempool, the sockets' buffers), then the measured window. */
-	end = perf_now_ns() + (uint64_t)(plan.secs * 0.2e9);
+	end = perf_now_ns() + (uint64_t)(run->plan.secs * 0.2e9);
 	while (perf_now_ns() < end)
-		g2h ? g2h_round(r->payload, n, true) : h2g_round(n, true);
-	window_begin(&c0);
-	b0 = perf_total_rcvd(n);
+		stream_round(run, r, true);
+	window_begin(run, &c0);
+	b0 = perf_total_rcvd(run, n);
 	tsc0 = rte_rdtsc();
 	t0 = perf_now_ns();
-	end = t0 + (uint64_t)(plan.secs * 1e9);
+	end = t0 + (uint64_t)(run->plan.secs * 1e9);
 	/* A window in which no byte arrived (the machine held us up) measures nothing: go on. */
 	do {
 		unsigned int k;
 
 		for (k = 0; k < 16; k++)
-			g2h ? g2h_round(r->payload, n, true) : h2g_round(n, true);
+			stream_round(run, r, true);
 		t1 = perf_now_ns();
-	} while ((t1 < end || (perf_total_rcvd(n) == b0 && t1 < end + STALL_TIMEOUT_NS)) &&
-		 pconns[0].bad_at == UINT64_MAX);
+	} while ((t1 < end || (perf_total_rcvd(run, n) == b0 && t1 < end + STALL_TIMEOUT_NS)) &&
+		 run->pconns[0].bad_at == UINT64_MAX);
 	/*
 	 * The smoke (tests/bench) checks that the backend's counters moved in the window; on a
 	 * loaded machine the bytes that arrived may all be from buffers the backend filled
 	 * before it began, so the window also goes on until the backend completed something.
 	 */
-	while (plan.smoke && c0.ok && !backend_moved(&c0) && t1 < end + STALL_TIMEOUT_NS &&
-	       pconns[0].bad_at == UINT64_MAX) {
+	while (run->plan.smoke && c0.ok && !backend_moved(run, &c0) &&
+	       t1 < end + STALL_TIMEOUT_NS && run->pconns[0].bad_at == UINT64_MAX) {
 		unsigned int k;
 
 		for (k = 0; k < 16; k++)
-			g2h ? g2h_round(r->payload, n, true) : h2g_round(n, true);
+			stream_round(run, r, true);
 		t1 = perf_now_ns();
 	}
-	b1 = perf_total_rcvd(n);
-	window_end(r, &c0, rte_rdtsc() - tsc0);
+	b1 = perf_total_rcvd(run, n);
+	window_end(run, r, &c0, rte_rdtsc() - tsc0);
 	/* Everything in flight arrives before the books are checked. */
 	deadline = perf_now_ns() + STALL_TIMEOUT_NS;
-	while (!perf_all_received(n) && perf_now_ns() < deadline)
-		g2h ? g2h_round(r->payload, n, false) : h2g_round(n, false);
+	while (!perf_all_received(run, n) && perf_now_ns() < deadline)
+		stream_round(run, r, false);
 	r->secs = (double)(t1 - t0) / 1e9;
 	r->bytes = b1 - b0;
 	r->msgs = r->bytes / r->payload;
 	r->gbps = (double)r->bytes * 8 / (double)(t1 - t0);
 	r->mpps = (double)r->msgs / (double)(t1 - t0) * 1e3;
-	verify(r, n);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-void perf_rtt_sort(uint64_t *ns, uint64_t n)
-{
-	qsort(ns, n, sizeof(ns[0]), cmp_u64);
-}
-
-double perf_rtt_pct(const uint64_t *sorted, uint64_t n, double p)
-{
-	uint64_t i = (uint64_t)((double)n * p);
-
-	return n ? (double)sorted[i < n ? i : n - 1] / 1e3 : 0;
+	verify(run, r, n);
 }
 
 /*
  * Ping-pong: the host writes a request, the guest reads it whole and writes the same
  * number of bytes back, the host reads them all. RTT is host send to host receive.
  */
-static bool rr_once(struct pconn *pc, uint32_t p, uint64_t *rtt, uint64_t deadline)
+static bool rr_once(struct perf_run *run, struct pconn *pc, uint32_t p, uint64_t *rtt,
+		    uint64_t deadline)
 {
+	struct vfe_guest *g = &run->env.dp.g;
 	struct vfe_guest_conn *c = pc->gc;
 	uint64_t t0 = perf_now_ns(), got = 0;
 	size_t off = 0;
 
 	while (off < p) {
-		long w = perf_host_send(pc, pc->base + pc->sent + off, p - off);
+		long w = perf_host_send(run, pc, pc->base + pc->sent + off, p - off);
 
 		if (w > 0)
 			off += (size_t)w;
 		else if (pc->herr || perf_now_ns() > deadline)
 			return false;
 		else
-			vfe_guest_poll(&env.dp.g);
+			vfe_guest_poll(g);
 	}
 	pc->sent += p;
 	/* The guest echoes: the bytes come back as the next part of the same stream. */
@@ -262,7 +262,7 @@ static bool rr_once(struct pconn *pc, uint32_t p, uint64_t *rtt, uint64_t deadli
 	while (off < p) {
 		uint32_t avail;
 
-		vfe_guest_poll(&env.dp.g);
+		vfe_guest_poll(g);
 		avail = vfe_guest_rx_avail(c);
 		if (avail) {
 			uint32_t o = c->fwd_cnt % c->buf_alloc;
@@ -271,9 +271,9 @@ static bool rr_once(struct pconn *pc, uint32_t p, uint64_t *rtt, uint64_t deadli
 
 			if (n > p - off)
 				n = (uint32_t)(p - off);
-			w = vfe_guest_send(&env.dp.g, c, c->rxq + o, n);
+			w = vfe_guest_send(g, c, c->rxq + o, n);
 			if (w > 0) {
-				vfe_guest_recv(&env.dp.g, c, NULL, (size_t)w);
+				vfe_guest_recv(g, c, NULL, (size_t)w);
 				off += (size_t)w;
 			}
 		}
@@ -281,12 +281,12 @@ static bool rr_once(struct pconn *pc, uint32_t p, uint64_t *rtt, uint64_t deadli
 			return false;
 	}
 	while (got < p) {
-		long r = perf_host_recv(pc, p - got);
+		long r = perf_host_recv(run, pc, p - got);
 
 		if (r > 0) {
 			got += (uint64_t)r;
 		} else {
-			vfe_guest_poll(&env.dp.g);
+			vfe_guest_poll(g);
 			if (pc->herr || perf_now_ns() > deadline)
 				return false;
 		}
@@ -295,7 +295,7 @@ static bool rr_once(struct pconn *pc, uint32_t p, uint64_t *rtt, uint64_t deadli
 	return true;
 }
 
-void perf_run_rr(struct result *r)
+void perf_run_rr(struct perf_run *run, struct result *r)
 {
 	unsigned int n = r->conns, i = 0, k;
 	uint64_t t0, t1, end, cnt = 0, deadline, tsc0;
@@ -305,16 +305,17 @@ void perf_run_rr(struct result *r)
 	for (k = 0; k < 1000; k++) {
 		uint64_t rtt;
 
-		if (!rr_once(&pconns[k % n], r->payload, &rtt, perf_now_ns() + STALL_TIMEOUT_NS))
+		if (!rr_once(run, &run->pconns[k % n], r->payload, &rtt,
+			     perf_now_ns() + STALL_TIMEOUT_NS))
 			break;
 	}
-	window_begin(&c0);
+	window_begin(run, &c0);
 	tsc0 = rte_rdtsc();
 	t0 = perf_now_ns();
-	end = t0 + (uint64_t)(plan.secs * 1e9);
+	end = t0 + (uint64_t)(run->plan.secs * 1e9);
 	deadline = end + STALL_TIMEOUT_NS;
 	do {
-		if (!rr_once(&pconns[i++ % n], r->payload, &rtts[cnt], deadline)) {
+		if (!rr_once(run, &run->pconns[i++ % n], r->payload, &run->rtts[cnt], deadline)) {
 			stalled = true;
 			break;
 		}
@@ -322,19 +323,19 @@ void perf_run_rr(struct result *r)
 		t1 = perf_now_ns();
 	} while (t1 < end && cnt < RTT_MAX);
 	t1 = perf_now_ns();
-	window_end(r, &c0, rte_rdtsc() - tsc0);
+	window_end(run, r, &c0, rte_rdtsc() - tsc0);
 	r->secs = (double)(t1 - t0) / 1e9;
 	r->msgs = cnt;
 	r->bytes = cnt * r->payload * 2;
 	r->mpps = (double)cnt / (double)(t1 - t0) * 1e3;
 	r->gbps = (double)r->bytes * 8 / (double)(t1 - t0);
 	if (cnt) {
-		perf_rtt_sort(rtts, cnt);
-		r->p50 = perf_rtt_pct(rtts, cnt, 0.5);
-		r->p99 = perf_rtt_pct(rtts, cnt, 0.99);
-		r->p999 = perf_rtt_pct(rtts, cnt, 0.999);
+		perf_rtt_sort(run->rtts, cnt);
+		r->p50 = perf_rtt_pct(run->rtts, cnt, 0.5);
+		r->p99 = perf_rtt_pct(run->rtts, cnt, 0.99);
+		r->p999 = perf_rtt_pct(run->rtts, cnt, 0.999);
 	}
-	verify(r, n);
+	verify(run, r, n);
 	if (stalled) {
 		r->ok = false;
 		snprintf(r->err, sizeof(r->err), "a round trip did not complete within %llu s "
@@ -344,4 +345,30 @@ void perf_run_rr(struct result *r)
 		r->ok = false;
 		snprintf(r->err, sizeof(r->err), "no round trip completed");
 	}
+}
+
+/*
+ * From a dump of idle rounds alone. The window's rounds that moved nothing (the worker spins
+ * while this process waits for callgrind_control, or is descheduled) are then taken out of
+ * its figures: what remains is the cost of moving packets.
+ */
+void perf_case_busy_only(struct perf_run *run, struct result *r)
+{
+	double ir, ring, rounds, idle;
+
+	if (r->cg_ir < 0 || r->cg_rounds < 0 || r->vq_pkts == 0)
+		return;
+	r->ir_all_pkt = r->cg_ir / (double)r->vq_pkts;
+	perf_cg_cmd(run, "-z");
+	usleep(300000);
+	perf_cg_cmd(run, "-d");
+	perf_cg_read_ir(run, &ir, &ring, &rounds);
+	if (ir < 0 || rounds <= 0)
+		return;
+	idle = RTE_MAX(r->cg_rounds - (double)r->busy_rounds, 0.0);
+	r->idle_round_ir = ir / rounds;
+	r->ir_pkt = (r->cg_ir - idle * r->idle_round_ir) / (double)r->vq_pkts;
+	if (r->cg_ring >= 0)
+		r->ring_ir_pkt = (r->cg_ring - idle * RTE_MAX(ring, 0.0) / rounds) /
+				 (double)r->vq_pkts;
 }

@@ -13,9 +13,8 @@
 
 #include <vsock_pmd_native.h>
 
-#include "vsock_perf.h"
-
-static uint8_t rbuf[RECV_BUF];
+#include "perf.h"
+#include "perf_conn.h"
 
 struct vfe_guest_conf perf_guest_conf(enum mode m, uint32_t payload)
 {
@@ -32,24 +31,26 @@ struct vfe_guest_conf perf_guest_conf(enum mode m, uint32_t payload)
 	return gc;
 }
 
-bool perf_stream_check(struct pconn *pc, const uint8_t *buf, size_t n)
+bool perf_stream_check(const struct perf_run *run, struct pconn *pc, const uint8_t *buf,
+		       size_t n)
 {
 	size_t i = 0;
 
 	while (pc->bad_at == UINT64_MAX && i < n) {
 		uint64_t off = pc->base + pc->rcvd + i;
-		size_t run = n - i;
+		const uint8_t *want = perf_pat_at(run->pat, off);
+		size_t len = n - i;
 
-		if (run > PERF_PAT_RUN)
-			run = PERF_PAT_RUN;
-		if (memcmp(buf + i, perf_pat_at(off), run) != 0) {
+		if (len > PERF_PAT_RUN)
+			len = PERF_PAT_RUN;
+		if (memcmp(buf + i, want, len) != 0) {
 			size_t k = 0;
 
-			while (buf[i + k] == perf_pat_at(off)[k])
+			while (buf[i + k] == want[k])
 				k++;
 			pc->bad_at = pc->rcvd + i + k;
 		}
-		i += run;
+		i += len;
 	}
 	perf_csum_add(&pc->rx_sum, buf, n);
 	pc->rcvd += n;
@@ -57,7 +58,7 @@ bool perf_stream_check(struct pconn *pc, const uint8_t *buf, size_t n)
 }
 
 /* What the sender handed over is the pattern from its base: its checksum, computed apart. */
-uint64_t perf_sent_csum(const struct pconn *pc)
+uint64_t perf_sent_csum(const struct perf_run *run, const struct pconn *pc)
 {
 	struct perf_csum c;
 	uint64_t off = 0;
@@ -66,7 +67,7 @@ uint64_t perf_sent_csum(const struct pconn *pc)
 	while (off < pc->sent) {
 		uint64_t n = pc->sent - off < PERF_PAT_RUN ? pc->sent - off : PERF_PAT_RUN;
 
-		perf_csum_add(&c, perf_pat_at(pc->base + off), n);
+		perf_csum_add(&c, perf_pat_at(run->pat, pc->base + off), n);
 		off += n;
 	}
 	return perf_csum_value(&c);
@@ -79,7 +80,7 @@ uint64_t perf_sent_csum(const struct pconn *pc)
  * (NATIVE_FILL at most). What the ring does not take stays held and is offered first next
  * time, so @p at must then be where the held bytes start. Returns bytes taken.
  */
-static long native_send(struct pconn *pc, uint64_t at, uint64_t len)
+static long native_send(const struct perf_run *run, struct pconn *pc, uint64_t at, uint64_t len)
 {
 	unsigned int i, k;
 	long taken = 0;
@@ -90,7 +91,7 @@ static long native_send(struct pconn *pc, uint64_t at, uint64_t len)
 							(uint64_t)NATIVE_FILL);
 
 		pc->nb_held = pc->held_off = 0;
-		if (nb == 0 || rte_pktmbuf_alloc_bulk(perf_native_pool(), pc->held, nb) != 0)
+		if (nb == 0 || rte_pktmbuf_alloc_bulk(run->native.pool, pc->held, nb) != 0)
 			return 0;
 		for (i = 0; i < nb; i++) {
 			uint16_t l = (uint16_t)RTE_MIN(len - (uint64_t)i * NATIVE_SEG,
@@ -98,7 +99,7 @@ static long native_send(struct pconn *pc, uint64_t at, uint64_t len)
 
 			/* The host program's one copy: the pattern into the mbuf. */
 			memcpy(rte_pktmbuf_mtod(pc->held[i], void *),
-			       perf_pat_at(at + (uint64_t)i * NATIVE_SEG), l);
+			       perf_pat_at(run->pat, at + (uint64_t)i * NATIVE_SEG), l);
 			pc->held[i]->data_len = l;
 			pc->held[i]->pkt_len = l;
 			pc->held_len[i] = l;
@@ -120,7 +121,7 @@ static long native_send(struct pconn *pc, uint64_t at, uint64_t len)
 }
 
 /* Native: take and check whatever the guest sent. Returns bytes. */
-static long native_recv(struct pconn *pc)
+static long native_recv(const struct perf_run *run, struct pconn *pc)
 {
 	struct rte_mbuf *m[NATIVE_BURST];
 	long got = 0;
@@ -132,8 +133,8 @@ static long native_recv(struct pconn *pc)
 			const struct rte_mbuf *seg;
 
 			for (seg = m[i]; seg != NULL; seg = seg->next) {
-				perf_stream_check(pc, rte_pktmbuf_mtod(seg, const uint8_t *),
-					     seg->data_len);
+				perf_stream_check(run, pc, rte_pktmbuf_mtod(seg, const uint8_t *),
+						  seg->data_len);
 				got += seg->data_len;
 			}
 		}
@@ -145,31 +146,29 @@ static long native_recv(struct pconn *pc)
 	return got;
 }
 
-/* Host end -> guest: up to @p len pattern bytes from stream offset @p at. Bytes taken. */
-long perf_host_send(struct pconn *pc, uint64_t at, uint64_t len)
+long perf_host_send(struct perf_run *run, struct pconn *pc, uint64_t at, uint64_t len)
 {
 	ssize_t w;
 
-	if (cur_host == H_NATIVE)
-		return native_send(pc, at, len);
-	w = send(pc->fd, perf_pat_at(at), len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (run->host == H_NATIVE)
+		return native_send(run, pc, at, len);
+	w = send(pc->fd, perf_pat_at(run->pat, at), len, MSG_DONTWAIT | MSG_NOSIGNAL);
 	return w > 0 ? w : 0;
 }
 
-/* Guest -> host end: read and check what arrived, at most @p max bytes. Bytes. */
-long perf_host_recv(struct pconn *pc, uint64_t max)
+long perf_host_recv(struct perf_run *run, struct pconn *pc, uint64_t max)
 {
 	long got = 0;
 
-	if (cur_host == H_NATIVE)
-		return native_recv(pc);
+	if (run->host == H_NATIVE)
+		return native_recv(run, pc);
 	while ((uint64_t)got < max) {
-		ssize_t r = recv(pc->fd, rbuf, RTE_MIN((uint64_t)sizeof(rbuf), max - (uint64_t)got),
-				 MSG_DONTWAIT);
+		ssize_t r = recv(pc->fd, run->rbuf, RTE_MIN((uint64_t)sizeof(run->rbuf),
+							   max - (uint64_t)got), MSG_DONTWAIT);
 
 		if (r <= 0)
 			break;
-		perf_stream_check(pc, rbuf, (size_t)r);
+		perf_stream_check(run, pc, run->rbuf, (size_t)r);
 		got += r;
 	}
 	return got;
@@ -179,50 +178,50 @@ long perf_host_recv(struct pconn *pc, uint64_t max)
  * Native: open one connection of a case. A guest's connect completes once we accept it,
  * ours once the guest accepts.
  */
-static int native_open(struct pconn *pc, enum mode m, int listener)
+static int native_open(struct perf_run *run, struct pconn *pc, enum mode m, int listener)
 {
+	struct dp_env *e = &run->env.dp;
+
 	if (m == M_H2G) {
 		pc->h = vsock_native_connect(DP_CID, PORT_H2G, VSOCK_NATIVE_STREAM);
 		if (pc->h < 0)
 			return pc->h;
-		DP_WAIT(&env.dp, (pc->gc = vfe_guest_accept(&env.dp.g)) != NULL,
-			STEP_TIMEOUT_MS);
-		DP_WAIT(&env.dp, vsock_native_state(pc->h) == VSOCK_NATIVE_ESTABLISHED,
-			STEP_TIMEOUT_MS);
+		DP_WAIT(e, (pc->gc = vfe_guest_accept(&e->g)) != NULL, STEP_TIMEOUT_MS);
+		DP_WAIT(e, vsock_native_state(pc->h) == VSOCK_NATIVE_ESTABLISHED, STEP_TIMEOUT_MS);
 	} else {
-		pc->gc = vfe_guest_connect(&env.dp.g, m == M_G2H ? PORT_G2H : PORT_RR,
+		pc->gc = vfe_guest_connect(&e->g, m == M_G2H ? PORT_G2H : PORT_RR,
 					   VIRTIO_VSOCK_TYPE_STREAM);
 		if (pc->gc == NULL)
 			return -ENOMEM;
-		DP_WAIT(&env.dp, (pc->h = vsock_native_accept(listener)) != -EAGAIN,
-			STEP_TIMEOUT_MS);
+		DP_WAIT(e, (pc->h = vsock_native_accept(listener)) != -EAGAIN, STEP_TIMEOUT_MS);
 		if (pc->h < 0)
 			return pc->h;
-		DP_WAIT(&env.dp, pc->gc->state == VFE_GC_ESTABLISHED, STEP_TIMEOUT_MS);
+		DP_WAIT(e, pc->gc->state == VFE_GC_ESTABLISHED, STEP_TIMEOUT_MS);
 	}
 	return vsock_native_state(pc->h) == VSOCK_NATIVE_ESTABLISHED ? 0 : -ECONNREFUSED;
 }
 
-int perf_open_conns(enum mode m, unsigned int n)
+int perf_open_conns(struct perf_run *run, enum mode m, unsigned int n)
 {
+	struct dp_env *e = &run->env.dp;
 	unsigned int i;
 	int lfd = -1, nl = -1;
 
-	if (cur_host == H_NATIVE && m != M_H2G) {
+	if (run->host == H_NATIVE && m != M_H2G) {
 		nl = vsock_native_listen(DP_CID, m == M_G2H ? PORT_G2H : PORT_RR);
 		if (nl < 0)
 			return nl;
-	} else if (cur_host == H_NATIVE) {
-		vfe_guest_listen(&env.dp.g, PORT_H2G, true);
+	} else if (run->host == H_NATIVE) {
+		vfe_guest_listen(&e->g, PORT_H2G, true);
 	} else if (m == M_G2H || m == M_RR) {
-		lfd = dp_listen(&env.dp, m == M_G2H ? PORT_G2H : PORT_RR, SOCK_STREAM);
+		lfd = dp_listen(e, m == M_G2H ? PORT_G2H : PORT_RR, SOCK_STREAM);
 		if (lfd < 0)
 			return lfd;
 	} else {
-		vfe_guest_listen(&env.dp.g, PORT_H2G, true);
+		vfe_guest_listen(&e->g, PORT_H2G, true);
 	}
 	for (i = 0; i < n; i++) {
-		struct pconn *pc = &pconns[i];
+		struct pconn *pc = &run->pconns[i];
 		uint32_t hp;
 
 		memset(pc, 0, sizeof(*pc));
@@ -231,8 +230,8 @@ int perf_open_conns(enum mode m, unsigned int n)
 		pc->bad_at = UINT64_MAX;
 		pc->base = (uint64_t)i * 7919;
 		perf_csum_init(&pc->rx_sum);
-		if (cur_host == H_NATIVE) {
-			int rc = native_open(pc, m, nl);
+		if (run->host == H_NATIVE) {
+			int rc = native_open(run, pc, m, nl);
 
 			if (rc < 0 || pc->gc == NULL || pc->gc->state != VFE_GC_ESTABLISHED) {
 				if (nl >= 0)
@@ -242,12 +241,12 @@ int perf_open_conns(enum mode m, unsigned int n)
 			continue;
 		}
 		if (m == M_H2G) {
-			pc->fd = dp_host_to_guest(&env.dp, PORT_H2G, &pc->gc, &hp, STEP_TIMEOUT_MS);
+			pc->fd = dp_host_to_guest(e, PORT_H2G, &pc->gc, &hp, STEP_TIMEOUT_MS);
 		} else {
-			pc->gc = dp_guest_connect(&env.dp, m == M_G2H ? PORT_G2H : PORT_RR,
+			pc->gc = dp_guest_connect(e, m == M_G2H ? PORT_G2H : PORT_RR,
 						  VIRTIO_VSOCK_TYPE_STREAM, STEP_TIMEOUT_MS);
 			if (pc->gc && pc->gc->state == VFE_GC_ESTABLISHED)
-				pc->fd = dp_accept(&env.dp, lfd, STEP_TIMEOUT_MS);
+				pc->fd = dp_accept(e, lfd, STEP_TIMEOUT_MS);
 		}
 		if (pc->fd < 0 || pc->gc == NULL || pc->gc->state != VFE_GC_ESTABLISHED) {
 			if (lfd >= 0)
@@ -264,18 +263,18 @@ int perf_open_conns(enum mode m, unsigned int n)
 }
 
 /* Take what is left and say whether the connection is over (the guest sent its RST). */
-static bool guest_closed(struct vfe_guest_conn *c)
+static bool guest_closed(struct perf_run *run, struct vfe_guest_conn *c)
 {
-	vfe_guest_recv(&env.dp.g, c, NULL, vfe_guest_rx_avail(c));
+	vfe_guest_recv(&run->env.dp.g, c, NULL, vfe_guest_rx_avail(c));
 	return c->state == VFE_GC_CLOSED;
 }
 
-void perf_close_conns(unsigned int n)
+void perf_close_conns(struct perf_run *run, unsigned int n)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		struct pconn *pc = &pconns[i];
+		struct pconn *pc = &run->pconns[i];
 
 		if (pc->fd >= 0)
 			close(pc->fd);
@@ -290,32 +289,36 @@ void perf_close_conns(unsigned int n)
 	}
 	/* Host closes end every connection; the guest answers and forgets them. */
 	for (i = 0; i < n; i++) {
-		struct vfe_guest_conn *c = pconns[i].gc;
+		struct vfe_guest_conn *c = run->pconns[i].gc;
 
 		if (c == NULL)
 			continue;
-		DP_WAIT(&env.dp, guest_closed(c), STEP_TIMEOUT_MS);
-		vfe_guest_release(&env.dp.g, c);
-		pconns[i].gc = NULL;
+		DP_WAIT(&run->env.dp, guest_closed(run, c), STEP_TIMEOUT_MS);
+		vfe_guest_release(&run->env.dp.g, c);
+		run->pconns[i].gc = NULL;
 	}
-	vfe_guest_listen(&env.dp.g, PORT_H2G, false);
+	vfe_guest_listen(&run->env.dp.g, PORT_H2G, false);
 }
-bool perf_all_received(unsigned int n)
+
+bool perf_all_received(const struct perf_run *run, unsigned int n)
 {
 	unsigned int i;
 
-	for (i = 0; i < n; i++)
-		if (pconns[i].rcvd < pconns[i].sent || pconns[i].bad_at != UINT64_MAX)
+	for (i = 0; i < n; i++) {
+		const struct pconn *pc = &run->pconns[i];
+
+		if (pc->rcvd < pc->sent || pc->bad_at != UINT64_MAX)
 			return false;
+	}
 	return true;
 }
 
-uint64_t perf_total_rcvd(unsigned int n)
+uint64_t perf_total_rcvd(const struct perf_run *run, unsigned int n)
 {
 	uint64_t t = 0;
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		t += pconns[i].rcvd;
+		t += run->pconns[i].rcvd;
 	return t;
 }

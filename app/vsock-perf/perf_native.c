@@ -4,7 +4,8 @@
  * (include/vsock_pmd_native.h), its worker on lcore 1 (CPU 1), and the benchmark's thread,
  * the main lcore on CPU 0, plays the guest through the userspace frontend and the host
  * program through the native API. This file owns the EAL, the engine's start and stop and
- * the host program's mempool; the data path is in perf_conn.c beside the socket one.
+ * the host program's mempool; the data path is in perf_conn.c beside the socket one, the
+ * counters in perf_probe.c beside telemetry's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,13 +20,9 @@
 
 #include <vsock_pmd.h>
 
-#include "perf.h"
+#include "perf_native.h"
 
-static struct rte_mempool *pool;
-static char dir[64];
-static bool running;
-
-int perf_native_init(void)
+int perf_native_init(struct perf_native *n)
 {
 	char prefix[48];
 	/* What the tests give the app: no hugepages, no devices, worker lcore 1. */
@@ -42,27 +39,22 @@ int perf_native_init(void)
 	 * cache, where a FIFO would cycle through all of its 37 MiB before it reused an mbuf
 	 * (doc/performance.md, the native host end). The ring where no stack driver is loaded.
 	 */
-	pool = rte_pktmbuf_pool_create_by_ops("perf_host", PERF_NATIVE_MBUFS, 256, 0,
-					      RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id(),
-					      "stack");
-	if (pool == NULL)
-		pool = rte_pktmbuf_pool_create("perf_host", PERF_NATIVE_MBUFS, 256, 0,
-					       RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
-	snprintf(dir, sizeof(dir), "/tmp/vsock-perf-XXXXXX");
-	if (pool == NULL || mkdtemp(dir) == NULL) {
+	n->pool = rte_pktmbuf_pool_create_by_ops("perf_host", PERF_NATIVE_MBUFS, 256, 0,
+						 RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id(),
+						 "stack");
+	if (n->pool == NULL)
+		n->pool = rte_pktmbuf_pool_create("perf_host", PERF_NATIVE_MBUFS, 256, 0,
+						  RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+	snprintf(n->dir, sizeof(n->dir), "/tmp/vsock-perf-XXXXXX");
+	if (n->pool == NULL || mkdtemp(n->dir) == NULL) {
 		rte_eal_cleanup();
 		return -ENOMEM;
 	}
 	return 0;
 }
 
-struct rte_mempool *perf_native_pool(void)
-{
-	return pool;
-}
-
-int perf_native_start(uint64_t cid, unsigned int burst, bool per_entry, bool notify,
-		      char *sock, size_t len)
+int perf_native_start(struct perf_native *n, uint64_t cid, unsigned int burst, bool per_entry,
+		      bool notify, char *sock, size_t len)
 {
 	struct vsock_pmd_conf conf;
 	int rc;
@@ -73,76 +65,35 @@ int perf_native_start(uint64_t cid, unsigned int burst, bool per_entry, bool not
 	conf.wait_mode = notify ? VSOCK_PMD_WAIT_NOTIFY : VSOCK_PMD_WAIT_POLL;
 	conf.nb_vms = 1;
 	conf.vms[0].cid = cid;
-	snprintf(conf.vms[0].socket_path, sizeof(conf.vms[0].socket_path), "%s/vm.sock", dir);
-	snprintf(conf.vms[0].uds_path, sizeof(conf.vms[0].uds_path), "%s/vm.vsock", dir);
+	snprintf(conf.vms[0].socket_path, sizeof(conf.vms[0].socket_path), "%s/vm.sock", n->dir);
+	snprintf(conf.vms[0].uds_path, sizeof(conf.vms[0].uds_path), "%s/vm.vsock", n->dir);
 	snprintf(sock, len, "%s", conf.vms[0].socket_path);
 	rc = vsock_pmd_start(&conf);
 	if (rc < 0)
 		return rc;
-	running = true;
+	n->running = true;
 	rc = vsock_pmd_set_record_core_cycles(true);
 	if (rc < 0)
-		perf_native_stop();
+		perf_native_stop(n);
 	return rc;
 }
 
-unsigned int perf_native_stop(void)
+unsigned int perf_native_stop(struct perf_native *n)
 {
-	if (running)
+	if (n->running)
 		vsock_pmd_stop();
-	running = false;
-	if (pool == NULL)
+	n->running = false;
+	if (n->pool == NULL)
 		return 0;
 	/* Everything the program sent was copied to the guest or dropped with its connection. */
-	return PERF_NATIVE_MBUFS - rte_mempool_avail_count(pool);
+	return PERF_NATIVE_MBUFS - rte_mempool_avail_count(n->pool);
 }
 
-void perf_native_counters(uint64_t cid, struct perf_counters *c)
+void perf_native_fini(struct perf_native *n)
 {
-	/* 8 KiB of burst histograms: not on the stack of a thread that may be small. */
-	static struct vsock_pmd_vm_stats st;
-	struct vsock_pmd_lcore_stats ls;
-	unsigned int q;
-
-	memset(c, 0, sizeof(*c));
-	if (vsock_pmd_vm_stats_get(cid, &st) < 0)
-		return;
-	c->ok = true;
-	for (q = 0; q < VSOCK_PMD_NB_QUEUES; q++) {
-		c->vq_pkts += st.q[q].packets;
-		c->idx += st.q[q].used_idx_flushes;
-		c->irq += st.q[q].interrupts;
-		c->kicks += st.q[q].kicks;
-	}
-	c->from_guest = st.from_guest_pkts;
-	c->to_guest = st.to_guest_pkts;
-	if (vsock_pmd_lcore_stats_get(0, &ls) == 0) {
-		c->busy_cycles = ls.busy_cycles;
-		c->cycles_pkts = ls.cycles_pkts;
-		c->busy_rounds = ls.busy_polls;
-	} else {
-		c->ok = false;
-	}
-}
-
-const char *perf_native_dir(void)
-{
-	return dir;
-}
-
-void perf_native_fini(void)
-{
-	char path[96];
-	unsigned int i;
-
-	perf_native_stop();
-	rte_mempool_free(pool);
-	pool = NULL;
+	perf_native_stop(n);
+	rte_mempool_free(n->pool);
+	n->pool = NULL;
 	rte_eal_cleanup();
-	/* What perf stat wrote there (perf_probe.c). */
-	for (i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/perf-syscalls-%u.txt", dir, i);
-		unlink(path);
-	}
-	rmdir(dir);
+	rmdir(n->dir);
 }

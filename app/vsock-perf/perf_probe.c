@@ -16,22 +16,50 @@
 
 #include <rte_common.h>
 
-#include "vsock_perf.h"
+#include "perf.h"
+#include "perf_probe.h"
 
-/* The process whose worker is measured: the app, or this one. */
-pid_t perf_backend_pid(void)
+pid_t perf_backend_pid(const struct perf_run *run)
 {
-	return cur_host == H_NATIVE ? getpid() : env.dp.app.pid;
+	return run->host == H_NATIVE ? getpid() : run->env.dp.app.pid;
 }
 
-static const char *run_dir(void)
+static const char *run_dir(const struct perf_run *run)
 {
-	return cur_host == H_NATIVE ? perf_native_dir() : env.dp.app.dir;
+	return run->host == H_NATIVE ? run->native.dir : run->env.dp.app.dir;
 }
 
 /* ---- the backend's counters ---- */
 
-void perf_counters_read(struct perf_counters *c)
+/* The native host end's: from the public statistics API, VM @p cid and the worker. */
+static void native_counters(struct perf_run *run, uint64_t cid, struct perf_counters *c)
+{
+	struct vsock_pmd_vm_stats *st = &run->probe.vm_stats;
+	struct vsock_pmd_lcore_stats ls;
+	unsigned int q;
+
+	memset(c, 0, sizeof(*c));
+	if (vsock_pmd_vm_stats_get(cid, st) < 0)
+		return;
+	c->ok = true;
+	for (q = 0; q < VSOCK_PMD_NB_QUEUES; q++) {
+		c->vq_pkts += st->q[q].packets;
+		c->idx += st->q[q].used_idx_flushes;
+		c->irq += st->q[q].interrupts;
+		c->kicks += st->q[q].kicks;
+	}
+	c->from_guest = st->from_guest_pkts;
+	c->to_guest = st->to_guest_pkts;
+	if (vsock_pmd_lcore_stats_get(0, &ls) == 0) {
+		c->busy_cycles = ls.busy_cycles;
+		c->cycles_pkts = ls.cycles_pkts;
+		c->busy_rounds = ls.busy_polls;
+	} else {
+		c->ok = false;
+	}
+}
+
+void perf_counters_read(struct perf_run *run, struct perf_counters *c)
 {
 	char cmd[32];
 	char json[OPS_TEL_MAX];
@@ -42,13 +70,13 @@ void perf_counters_read(struct perf_counters *c)
 		"rx.interrupts", "tx.interrupts", "rx.kicks", "tx.kicks",
 	};
 
-	if (cur_host == H_NATIVE) {
-		perf_native_counters(DP_CID, c);
+	if (run->host == H_NATIVE) {
+		native_counters(run, DP_CID, c);
 		return;
 	}
 	memset(c, 0, sizeof(*c));
 	snprintf(cmd, sizeof(cmd), "/vsock/stats,%d", DP_CID);
-	if (ops_tel(&env, cmd, json, sizeof(json)) < 0)
+	if (ops_tel(&run->env, cmd, json, sizeof(json)) < 0)
 		return;
 	for (i = 0; i < 8; i++)
 		if (ops_json_u64(json, keys[i], &v[i]) < 0)
@@ -62,7 +90,7 @@ void perf_counters_read(struct perf_counters *c)
 	if (ops_json_u64(json, "to_guest_pkts", &c->to_guest) < 0)
 		c->to_guest = 0;
 	/* The worker's (lcore 1's) figures from one reply: they then describe one instant. */
-	c->ok = ops_tel(&env, "/vsock/lcores", json, sizeof(json)) == 0 &&
+	c->ok = ops_tel(&run->env, "/vsock/lcores", json, sizeof(json)) == 0 &&
 		ops_json_u64(json, "1.busy_cycles", &c->busy_cycles) == 0 &&
 		ops_json_u64(json, "1.cycles_pkts", &c->cycles_pkts) == 0 &&
 		ops_json_u64(json, "1.busy_polls", &c->busy_rounds) == 0;
@@ -84,25 +112,16 @@ double perf_busy_share(const struct perf_busy *acc)
 	return acc->failed || acc->tsc == 0 ? NAN : (double)acc->busy / (double)acc->tsc;
 }
 
-double perf_per(uint64_t a, uint64_t b)
-{
-	return b ? (double)a / (double)b : 0;
-}
-
 /* ---- syscalls of the worker and of this thread, counted by perf in the window ---- */
 
-/* perf stat of the worker thread, of this (client) thread. */
-static pid_t perf_pid[PS_NB] = { -1, -1 };
-static char perf_out[PS_NB][128];
-
-static int worker_tid(void)
+static int worker_tid(const struct perf_run *run)
 {
 	char dir[64], path[320], comm[32];
 	struct dirent *d;
 	DIR *dp;
 	int tid = -1;
 
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)perf_backend_pid());
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)perf_backend_pid(run));
 	dp = opendir(dir);
 	if (dp == NULL)
 		return -1;
@@ -123,9 +142,10 @@ static int worker_tid(void)
 	return tid;
 }
 
-void perf_syscalls_start(void)
+void perf_syscalls_start(struct perf_run *run)
 {
-	int tids[PS_NB] = { worker_tid(), (int)getpid() };
+	struct perf_probe *pr = &run->probe;
+	int tids[PS_NB] = { worker_tid(run), (int)getpid() };
 	char not_epoll[32];
 	unsigned int i;
 
@@ -138,43 +158,40 @@ void perf_syscalls_start(void)
 	for (i = 0; i < PS_NB; i++) {
 		char tid[16];
 
-		perf_pid[i] = -1;
-		if (!plan.syscalls || tids[i] < 0)
+		pr->perf_pid[i] = -1;
+		if (!run->plan.syscalls || tids[i] < 0)
 			continue;
 		snprintf(tid, sizeof(tid), "%d", tids[i]);
-		snprintf(perf_out[i], sizeof(perf_out[i]), "%s/perf-syscalls-%u.txt", run_dir(),
-			 i);
-		perf_pid[i] = fork();
-		if (perf_pid[i] == 0) {
+		snprintf(pr->perf_out[i], sizeof(pr->perf_out[i]), "%s/perf-syscalls-%u.txt",
+			 run_dir(run), i);
+		pr->perf_pid[i] = fork();
+		if (pr->perf_pid[i] == 0) {
 			execlp("perf", "perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter",
 			       "--filter", not_epoll, "-e", "syscalls:sys_enter_epoll_wait", "-t",
-			       tid, "-o", perf_out[i], (char *)NULL);
+			       tid, "-o", pr->perf_out[i], (char *)NULL);
 			_exit(127);
 		}
 	}
 	/* perf needs a moment to attach; what it misses is the window's first instant. */
-	if (perf_pid[PS_WORKER] > 0 || perf_pid[PS_CLIENT] > 0)
+	if (pr->perf_pid[PS_WORKER] > 0 || pr->perf_pid[PS_CLIENT] > 0)
 		usleep(50000);
 }
 
-/*
- * Syscalls of thread @p i in the window other than epoll_wait (in @p *epolls): an idle
- * worker round asks the kernel for socket events every time, so those count idleness, not
- * packets. -1: not measured.
- */
-long perf_syscalls_stop(unsigned int i, long *epolls)
+long perf_syscalls_stop(struct perf_run *run, unsigned int i, long *epolls)
 {
+	struct perf_probe *pr = &run->probe;
 	char line[256];
 	long n = -1;
 	FILE *f;
 
 	*epolls = -1;
-	if (perf_pid[i] <= 0)
+	if (pr->perf_pid[i] <= 0)
 		return -1;
-	kill(perf_pid[i], SIGINT);
-	waitpid(perf_pid[i], NULL, 0);
-	perf_pid[i] = -1;
-	f = fopen(perf_out[i], "r");
+	kill(pr->perf_pid[i], SIGINT);
+	waitpid(pr->perf_pid[i], NULL, 0);
+	pr->perf_pid[i] = -1;
+	f = fopen(pr->perf_out[i], "r");
+	unlink(pr->perf_out[i]);
 	if (f == NULL)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
@@ -189,12 +206,12 @@ long perf_syscalls_stop(unsigned int i, long *epolls)
 
 /* ---- callgrind: instructions per packet, of vsock_dev_poll and of the virtqueue code ---- */
 
-void perf_cg_cmd(const char *opt)
+void perf_cg_cmd(const struct perf_run *run, const char *opt)
 {
 	char cmd[128];
 
 	snprintf(cmd, sizeof(cmd), "callgrind_control %s %d >/dev/null 2>&1", opt,
-		 (int)env.dp.app.pid);
+		 (int)run->env.dp.app.pid);
 	if (system(cmd) != 0)
 		fprintf(stderr, "vsock-perf: '%s' failed\n", cmd);
 }
@@ -230,12 +247,8 @@ static double cg_num(const char *s)
 	return atof(num);
 }
 
-/*
- * From the newest dump of the app: instructions under vsock_dev_poll (inclusive) in
- * @p *poll, those of the virtqueue code alone (cg_ring_code()) in @p *ring, and the calls
- * of vsock_dev_poll (worker rounds) in @p *rounds; -1 if absent.
- */
-void perf_cg_read_ir(double *poll, double *ring, double *rounds)
+/* The virtqueue code's instructions are those cg_ring_code() names. */
+void perf_cg_read_ir(const struct perf_run *run, double *poll, double *ring, double *rounds)
 {
 	char cmd[640], line[512];
 	double calls = 0;
@@ -247,7 +260,7 @@ void perf_cg_read_ir(double *poll, double *ring, double *rounds)
 		 "[ -n \"$f\" ] && { callgrind_annotate --inclusive=yes --tree=caller --auto=no "
 		 "--threshold=100 \"$f\" | sed 's/^/I /'; callgrind_annotate --inclusive=no "
 		 "--auto=no --threshold=100 \"$f\" | sed 's/^/S /'; } 2>/dev/null",
-		 (int)env.dp.app.pid);
+		 (int)run->env.dp.app.pid);
 	p = popen(cmd, "r");
 	if (p == NULL)
 		return;
@@ -291,31 +304,4 @@ void perf_cg_read_ir(double *poll, double *ring, double *rounds)
 		calls = 0;
 	}
 	pclose(p);
-}
-
-/*
- * After a case, its connections open and nothing moving: what a round that finds nothing
- * costs, from a dump of such rounds alone. The window's rounds that moved nothing (the
- * worker spins while this process waits for callgrind_control, or is descheduled) are then
- * taken out of its figures: what remains is the cost of moving packets.
- */
-void perf_cg_busy_only(struct result *r)
-{
-	double ir, ring, rounds, idle;
-
-	if (r->cg_ir < 0 || r->cg_rounds < 0 || r->vq_pkts == 0)
-		return;
-	r->ir_all_pkt = r->cg_ir / (double)r->vq_pkts;
-	perf_cg_cmd("-z");
-	usleep(300000);
-	perf_cg_cmd("-d");
-	perf_cg_read_ir(&ir, &ring, &rounds);
-	if (ir < 0 || rounds <= 0)
-		return;
-	idle = RTE_MAX(r->cg_rounds - (double)r->busy_rounds, 0.0);
-	r->idle_round_ir = ir / rounds;
-	r->ir_pkt = (r->cg_ir - idle * r->idle_round_ir) / (double)r->vq_pkts;
-	if (r->cg_ring >= 0)
-		r->ring_ir_pkt = (r->cg_ring - idle * RTE_MAX(ring, 0.0) / rounds) /
-				 (double)r->vq_pkts;
 }

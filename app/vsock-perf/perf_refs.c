@@ -18,20 +18,20 @@
 #include <unistd.h>
 
 #include "pattern.h"
-#include "perf.h"
+#include "perf_refs.h"
+#include "perf_stats.h"
 
-uint8_t *perf_pat;
-
-void perf_pat_init(void)
+uint8_t *perf_pat_new(void)
 {
+	uint8_t *pat = malloc(PERF_PAT_PERIOD + PERF_PAT_RUN);
 	struct pattern p;
 
-	perf_pat = malloc(PERF_PAT_PERIOD + PERF_PAT_RUN);
-	if (perf_pat == NULL)
-		abort();
+	if (pat == NULL)
+		return NULL;
 	pattern_init(&p, 0x5eed);
-	pattern_fill(&p, perf_pat, PERF_PAT_PERIOD);
-	memcpy(perf_pat + PERF_PAT_PERIOD, perf_pat, PERF_PAT_RUN);
+	pattern_fill(&p, pat, PERF_PAT_PERIOD);
+	memcpy(pat + PERF_PAT_PERIOD, pat, PERF_PAT_RUN);
+	return pat;
 }
 
 void perf_csum_init(struct perf_csum *c)
@@ -181,7 +181,7 @@ double perf_ref_cacheline_rtt_ns(unsigned int rounds)
 	return (double)(t1 - t0) / (rounds - 1);
 }
 
-double perf_ref_unix_gbps(uint32_t payload, double secs)
+double perf_ref_unix_gbps(const uint8_t *pat, uint32_t payload, double secs)
 {
 	static uint8_t buf[PERF_PAT_RUN];
 	uint64_t t0, end;
@@ -223,7 +223,7 @@ double perf_ref_unix_gbps(uint32_t payload, double secs)
 		return 0;
 	}
 	perf_pin(0);
-	memcpy(buf, perf_pat, sizeof(buf));
+	memcpy(buf, pat, sizeof(buf));
 	t0 = perf_now_ns();
 	end = t0 + (uint64_t)(secs * 1e9);
 	while (perf_now_ns() < end) {
@@ -259,13 +259,6 @@ static bool spin_io(int fd, uint8_t *buf, size_t len, bool out)
 	return true;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 double perf_ref_unix_rtt_us(uint32_t payload, unsigned int rounds)
 {
 	static uint8_t buf[PERF_PAT_RUN];
@@ -299,8 +292,8 @@ double perf_ref_unix_rtt_us(uint32_t payload, unsigned int rounds)
 			rtt[i] = perf_now_ns() - t0;
 		}
 		if (i == rounds) {
-			qsort(rtt, rounds, sizeof(*rtt), cmp_u64);
-			p50 = rtt[rounds / 2] / 1e3;
+			perf_rtt_sort(rtt, rounds);
+			p50 = perf_rtt_pct(rtt, rounds, 0.5);
 		}
 	}
 	close(sv[0]);
@@ -308,4 +301,19 @@ double perf_ref_unix_rtt_us(uint32_t payload, unsigned int rounds)
 		waitpid(pid, NULL, 0);
 	free(rtt);
 	return p50;
+}
+
+void perf_refs_measure(const struct plan *plan, const uint8_t *pat, struct refs *refs)
+{
+	unsigned int i;
+	double secs = plan->smoke ? 0.05 : 0.3;
+
+	refs->cl_rtt_ns = perf_ref_cacheline_rtt_ns(plan->smoke ? 10000 : 200000);
+	for (i = 0; i < plan->nb_payloads; i++) {
+		refs->memcpy_gbps[i] = perf_ref_memcpy_gbps(plan->payloads[i], secs);
+		refs->unix_gbps[i] = perf_ref_unix_gbps(pat, plan->payloads[i], secs);
+		refs->unix_rtt_us[i] = perf_ref_unix_rtt_us(plan->payloads[i],
+							    plan->smoke ? 200 : 20000);
+	}
+	perf_pin(0);
 }

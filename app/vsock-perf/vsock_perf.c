@@ -19,6 +19,14 @@
  *
  * --isolation instead measures what a VM's flood costs its neighbour on one lcore (perf_iso.c),
  * --scale what idle VMs cost a worker lcore and the one VM on it that works (perf_scale.c).
+ *
+ * The files, each using only those listed after it: vsock_perf.c (this one: main), the
+ * report (perf_report.c), the parts (perf_iso.c, perf_scale.c), a variant's run
+ * (perf_variant.c), a case's window (perf_case.c), its connections (perf_conn.c), the
+ * backend's counters (perf_probe.c), the engine in this process (perf_native.c), the
+ * pattern, clock and reference limits (perf_refs.c), the figures drawn from samples
+ * (perf_stats.c), the command line (perf_args.c). The run's context is perf.h's struct
+ * perf_run, which main() hands down by pointer.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -26,67 +34,38 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "vsock_perf.h"
-
-struct plan plan;
-struct result results[MAX_RESULTS];
-unsigned int nb_results;
-struct ops_env env;
-uint64_t *rtts;
-struct pconn *pconns;
-enum host cur_host;
-unsigned int native_lost;
-static bool native_up;
-
-const char *const mode_name[M_NB] = { "g2h", "h2g", "rr" };
-const char *const host_name[H_NB] = { "uds", "native" };
-const char *const ring_name[R_NB] = { "split", "packed" };
+#include "perf.h"
+#include "perf_iso.h"
+#include "perf_native.h"
+#include "perf_refs.h"
+#include "perf_report.h"
+#include "perf_scale.h"
+#include "perf_variant.h"
 
 /* A part that is its own run instead of the cases: its JSON, then its table. */
-static int run_part(bool (*run)(void), void (*print)(FILE *f))
+static int run_part(struct perf_run *run, bool (*part)(struct perf_run *run),
+		    void (*print)(const struct perf_run *run, FILE *f))
 {
-	bool ok = run();
+	bool ok = part(run);
 
-	if (plan.json)
-		perf_write_json(plan.json);
-	print(stdout);
+	if (run->plan.json)
+		perf_report_write_json(run, run->plan.json);
+	print(run, stdout);
 	return ok ? 0 : 1;
 }
 
-int main(int argc, char **argv)
+/* Every variant's cases, A B A B ...; their JSON, then the table. The exit status. */
+static int run_cases(struct perf_run *run)
 {
-	struct rlimit nofile;
+	const struct plan *plan = &run->plan;
+	bool native_up = false;
 	unsigned int rep, v;
 
-	perf_parse_args(argc, argv);
-	/* The installed vsock-perf runs the app installed beside it unless told otherwise. */
-	if (plan.hosts[H_UDS] && getenv("VSOCK_APP") == NULL &&
-	    setenv("VSOCK_APP", VSOCK_APP_DEFAULT, 0) < 0) {
-		fprintf(stderr, "vsock-perf: set VSOCK_APP to the dpdk-vsock-app binary\n");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	perf_pat_init();
-	pconns = calloc(1024, sizeof(*pconns));
-	rtts = calloc(RTT_MAX, sizeof(*rtts));
-	if (pconns == NULL || rtts == NULL)
-		return 1;
-	signal(SIGPIPE, SIG_IGN);
-	/* 1023 connections: a host socket each here, and as many in the app (our child). */
-	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-		nofile.rlim_cur = nofile.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &nofile);
-	}
-	/* The isolation part (one app with two VMs) and the scale part (one app per VM count). */
-	if (plan.scale)
-		return run_part(perf_run_scale, perf_print_scale_table);
-	if (plan.isolation)
-		return run_part(perf_run_isolation, perf_print_iso_table);
-	if (plan.refs)
-		perf_measure_refs();
+	if (plan->refs)
+		perf_refs_measure(plan, run->pat, &run->refs);
 	/* After the references: they fork and pin, the EAL's threads should not see that. */
-	if (plan.hosts[H_NATIVE]) {
-		int rc = perf_native_init();
+	if (plan->hosts[H_NATIVE]) {
+		int rc = perf_native_init(&run->native);
 
 		if (rc < 0) {
 			fprintf(stderr, "vsock-perf: EAL for the native host end: %s\n",
@@ -97,18 +76,62 @@ int main(int argc, char **argv)
 		perf_pin(0);
 	}
 	/* A B A B ...: drift and neighbours' noise hit every variant alike. */
-	for (rep = 0; rep < plan.reps; rep++)
-		for (v = 0; v < plan.nb_variants; v++)
-			if (!perf_run_variant(v, rep))
+	for (rep = 0; rep < plan->reps; rep++)
+		for (v = 0; v < plan->nb_variants; v++)
+			if (!perf_run_variant(run, v, rep))
 				fprintf(stderr, "vsock-perf: variant %s rep %u: the app did not "
-					"exit cleanly\n", plan.variants[v].name, rep);
+					"exit cleanly\n", plan->variants[v].name, rep);
 	if (native_up)
-		perf_native_fini();
-	if (plan.json)
-		perf_write_json(plan.json);
-	perf_print_table(stdout);
-	for (v = 0; v < nb_results; v++)
-		if (!results[v].ok)
+		perf_native_fini(&run->native);
+	if (plan->json)
+		perf_report_write_json(run, plan->json);
+	perf_report_print(run, stdout);
+	for (v = 0; v < run->nb_results; v++)
+		if (!run->results[v].ok)
 			return 1;
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct perf_run *run = calloc(1, sizeof(*run));
+	uint8_t *pat = perf_pat_new();
+	struct rlimit nofile;
+	int rc;
+
+	if (run == NULL || pat == NULL)
+		return 1;
+	run->pat = pat;
+	run->rss_default_kib = -1;
+	perf_parse_args(argc, argv, &run->plan);
+	/* The installed vsock-perf runs the app installed beside it unless told otherwise. */
+	if (run->plan.hosts[H_UDS] && getenv("VSOCK_APP") == NULL &&
+	    setenv("VSOCK_APP", VSOCK_APP_DEFAULT, 0) < 0) {
+		fprintf(stderr, "vsock-perf: set VSOCK_APP to the dpdk-vsock-app binary\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	run->pconns = calloc(MAX_CONNS, sizeof(*run->pconns));
+	run->rtts = calloc(RTT_MAX, sizeof(*run->rtts));
+	if (run->pconns == NULL || run->rtts == NULL)
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	/* 1023 connections: a host socket each here, and as many in the app (our child). */
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	/* The isolation part (one app with two VMs) and the scale part (one app per VM count). */
+	if (run->plan.scale)
+		rc = run_part(run, perf_scale_run, perf_scale_print);
+	else if (run->plan.isolation)
+		rc = run_part(run, perf_iso_run, perf_iso_print);
+	else
+		rc = run_cases(run);
+	free(run->scale.results);
+	free(run->rtts);
+	free(run->pconns);
+	free(pat);
+	free(run);
+	return rc;
 }

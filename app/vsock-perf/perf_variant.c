@@ -10,18 +10,18 @@
 
 #include <vsock_pmd.h>
 
-#include "vsock_perf.h"
-
-long rss_default_kib = -1;
+#include "perf.h"
+#include "perf_case.h"
+#include "perf_variant.h"
 
 /* @p field of the app's /proc status: "VmRSS:", or "RssAnon:" (without the guest's memory). */
-static long app_rss_kib(const char *field)
+static long app_rss_kib(const struct perf_run *run, const char *field)
 {
 	char path[64], line[128];
 	long kib = -1;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)perf_backend_pid());
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)perf_backend_pid(run));
 	f = fopen(path, "r");
 	if (f == NULL)
 		return -1;
@@ -33,14 +33,13 @@ static long app_rss_kib(const char *field)
 }
 
 /*
- * The frontend and its guest driver on @p e's socket, with ring layout @p packed (dp_attach_quiet()
- * would take it from VFE_RING and print a TAP line per attach). A VM labelled packed must run on
- * packed rings: the JSON says so. 0, or -errno with @p err set.
+ * Not dp_attach_quiet(), which would take the layout from VFE_RING and print a TAP line per
+ * attach. A VM labelled packed must run on packed rings: the JSON says so.
  */
-int perf_attach(struct dp_env *e, bool packed, const struct vfe_guest_conf *gc, char *err,
-		size_t len)
+int perf_attach(struct perf_run *run, struct dp_env *e, bool packed,
+		const struct vfe_guest_conf *gc, char *err, size_t len)
 {
-	struct vfe_vsock_conf vc = { .ring_size = plan.ring, .mem = { .size = 64u << 20 },
+	struct vfe_vsock_conf vc = { .ring_size = run->plan.ring, .mem = { .size = 64u << 20 },
 				     .packed = packed };
 	int rc = vfe_vsock_attach(&e->v, e->sock, &vc);
 
@@ -67,26 +66,26 @@ int perf_attach(struct dp_env *e, bool packed, const struct vfe_guest_conf *gc, 
 }
 
 /*
- * Whether the engine polls the guest of VM @p cid: until then a host connect is refused (a VM
- * no worker polls has no guest to answer it), so a case waits for it. In the process for the
- * native host end (its one VM), through telemetry for the app's.
+ * Until then a host connect is refused (a VM no worker polls has no guest to answer it), so
+ * a case waits for it. In the process for the native host end (its one VM), through
+ * telemetry for the app's.
  */
-bool perf_vm_running(unsigned int cid)
+bool perf_vm_running(struct perf_run *run, unsigned int cid)
 {
 	struct vsock_pmd_vm_info info;
 	char path[32];
 
-	if (cur_host == H_NATIVE)
+	if (run->host == H_NATIVE)
 		return vsock_pmd_vm_info_get(0, &info) == 0 && info.running;
 	snprintf(path, sizeof(path), "%u.running", cid);
-	return ops_tel_u64(&env, "/vsock/vms", path) == 1;
+	return ops_tel_u64(&run->env, "/vsock/vms", path) == 1;
 }
 
-void perf_guest_polling(struct dp_env *e)
+void perf_guest_polling(const struct perf_run *run, struct dp_env *e)
 {
 	unsigned int q;
 
-	if (plan.guest_irq)
+	if (run->plan.guest_irq)
 		return;
 	/*
 	 * A polling guest wants no interrupts. Split: used_event parked a full lap behind, so
@@ -105,111 +104,114 @@ void perf_guest_polling(struct dp_env *e)
 	}
 }
 
-static void run_case(struct result *r)
+static void run_case(struct perf_run *run, struct result *r)
 {
-	bool packed = plan.variants[r->variant].ring == R_PACKED;
+	struct dp_env *e = &run->env.dp;
+	bool packed = run->plan.variants[r->variant].ring == R_PACKED;
 	struct vfe_guest_conf gc = perf_guest_conf(r->mode, r->payload);
 	char cmd[64];
 	long rss0;
 	int rc;
 
 	snprintf(cmd, sizeof(cmd), "set burst %u", r->burst);
-	if (cur_host == H_NATIVE ? vsock_pmd_set_burst(r->burst) < 0 :
-	    !ops_cmd(&env, cmd, "Burst size set", STEP_TIMEOUT_MS, NULL)) {
+	if (run->host == H_NATIVE ? vsock_pmd_set_burst(r->burst) < 0 :
+	    !ops_cmd(&run->env, cmd, "Burst size set", STEP_TIMEOUT_MS, NULL)) {
 		snprintf(r->err, sizeof(r->err), "the app refused '%s'", cmd);
 		return;
 	}
-	if (perf_attach(&env.dp, packed, &gc, r->err, sizeof(r->err)) < 0)
+	if (perf_attach(run, e, packed, &gc, r->err, sizeof(r->err)) < 0)
 		return;
 	/* The engine takes the device over asynchronously; connect refuses until then. */
-	if (!DP_WAIT(&env.dp, perf_vm_running(DP_CID), STEP_TIMEOUT_MS)) {
+	if (!DP_WAIT(e, perf_vm_running(run, DP_CID), STEP_TIMEOUT_MS)) {
 		snprintf(r->err, sizeof(r->err), "the engine did not start polling the guest");
-		dp_detach(&env.dp);
+		dp_detach(e);
 		return;
 	}
-	perf_guest_polling(&env.dp);
+	perf_guest_polling(run, e);
 	/* Anonymous memory only: the guest's memory the app writes into is shared, not its own. */
-	rss0 = app_rss_kib("RssAnon:");
-	rc = perf_open_conns(r->mode, r->conns);
-	r->rss_per_conn = (double)(app_rss_kib("RssAnon:") - rss0) * 1024 / r->conns;
+	rss0 = app_rss_kib(run, "RssAnon:");
+	rc = perf_open_conns(run, r->mode, r->conns);
+	r->rss_per_conn = (double)(app_rss_kib(run, "RssAnon:") - rss0) * 1024 / r->conns;
 	if (rc < 0) {
 		snprintf(r->err, sizeof(r->err), "%u connections: %s", r->conns, strerror(-rc));
 	} else if (r->mode == M_RR) {
-		perf_run_rr(r);
+		perf_run_rr(run, r);
 	} else {
-		perf_run_stream(r);
+		perf_run_stream(run, r);
 	}
-	if (plan.callgrind && rc >= 0)
-		perf_cg_busy_only(r);
-	perf_close_conns(r->conns);
-	dp_detach(&env.dp);
+	if (run->plan.callgrind && rc >= 0)
+		perf_case_busy_only(run, r);
+	perf_close_conns(run, r->conns);
+	dp_detach(e);
 }
 
 /* The backend of variant @p v: the app in its process, or the engine in this one. */
-static bool backend_start(const struct variant *var)
+static bool backend_start(struct perf_run *run, const struct variant *var)
 {
 	int rc;
 
-	cur_host = var->host;
-	if (cur_host == H_NATIVE) {
-		memset(&env, 0, sizeof(env));
-		rc = perf_native_start(DP_CID, plan.bursts[0], var->per_entry, var->notify,
-				       env.dp.sock, sizeof(env.dp.sock));
+	run->host = var->host;
+	if (run->host == H_NATIVE) {
+		memset(&run->env, 0, sizeof(run->env));
+		rc = perf_native_start(&run->native, DP_CID, run->plan.bursts[0], var->per_entry,
+				       var->notify, run->env.dp.sock, sizeof(run->env.dp.sock));
 		if (rc < 0) {
 			fprintf(stderr, "vsock-perf: vsock_pmd_start: %s\n", strerror(-rc));
 			return false;
 		}
 		return true;
 	}
-	if (ops_start(&env, false, true, var->args) < 0)
+	if (ops_start(&run->env, false, true, var->args) < 0)
 		return false;
 	perf_pin(0);
-	if (!ops_cmd(&env, "set record-core-cycles on", "record-core-cycles on",
+	if (!ops_cmd(&run->env, "set record-core-cycles on", "record-core-cycles on",
 		     STEP_TIMEOUT_MS, NULL))
 		fprintf(stderr, "vsock-perf: no cycle counts (record-core-cycles refused)\n");
 	return true;
 }
 
-static bool backend_stop(void)
+static bool backend_stop(struct perf_run *run)
 {
-	if (cur_host == H_NATIVE) {
-		unsigned int lost = perf_native_stop();
+	if (run->host == H_NATIVE) {
+		unsigned int lost = perf_native_stop(&run->native);
 
 		if (lost)
 			fprintf(stderr, "vsock-perf: %u host mbufs did not come back\n", lost);
-		native_lost += lost;
+		run->native_lost += lost;
 		return lost == 0;
 	}
-	return ops_stop(&env) >= 0;
+	return ops_stop(&run->env) >= 0;
 }
 
-bool perf_run_variant(unsigned int v, unsigned int rep)
+bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 {
+	const struct plan *plan = &run->plan;
 	unsigned int m, p, b, c;
 
-	if (!backend_start(&plan.variants[v])) {
+	if (!backend_start(run, &plan->variants[v])) {
 		fprintf(stderr, "vsock-perf: cannot start the backend for variant %s\n",
-			plan.variants[v].name);
+			plan->variants[v].name);
 		return false;
 	}
 	/* The app's own figure: the native host end's process is the benchmark too. */
-	if (v == 0 && rep == 0 && cur_host == H_UDS)
-		rss_default_kib = app_rss_kib("VmRSS:");
+	if (v == 0 && rep == 0 && run->host == H_UDS)
+		run->rss_default_kib = app_rss_kib(run, "VmRSS:");
 	for (m = 0; m < M_NB; m++) {
-		if (!plan.modes[m])
+		if (!plan->modes[m])
 			continue;
-		for (p = 0; p < plan.nb_payloads; p++)
-			for (b = 0; b < plan.nb_bursts; b++)
-				for (c = 0; c < plan.nb_conns && nb_results < MAX_RESULTS; c++) {
-					struct result *r = &results[nb_results++];
+		for (p = 0; p < plan->nb_payloads; p++)
+			for (b = 0; b < plan->nb_bursts; b++)
+				for (c = 0; c < plan->nb_conns && run->nb_results < MAX_RESULTS;
+				     c++) {
+					struct result *r = &run->results[run->nb_results++];
 
 					memset(r, 0, sizeof(*r));
 					r->variant = v;
 					r->rep = rep;
 					r->mode = m;
-					r->payload = plan.payloads[p];
-					r->burst = plan.bursts[b];
-					r->conns = plan.conns[c];
+					r->payload = plan->payloads[p];
+					r->burst = plan->bursts[b];
+					r->conns = plan->conns[c];
 					r->sys_pkt = -1;
 					r->csys_pkt = -1;
 					r->csys = -1;
@@ -221,19 +223,19 @@ bool perf_run_variant(unsigned int v, unsigned int rep)
 					r->cg_ir = -1;
 					r->cg_ring = -1;
 					r->cg_rounds = -1;
-					run_case(r);
+					run_case(run, r);
 					fprintf(stderr, "  %-9s rep %u %-3s %6u B burst %3u "
 						"conns %4u: %8.3f Mpps %7.2f Gbit/s%s%s\n",
-						plan.variants[v].name, rep, mode_name[m],
+						plan->variants[v].name, rep, mode_name[m],
 						r->payload, r->burst, r->conns, r->mpps, r->gbps,
 						r->ok ? "" : "  FAILED: ", r->ok ? "" : r->err);
 				}
 	}
-	if (v == 0 && rep == 0 && cur_host == H_UDS && rss_default_kib >= 0) {
-		long now = app_rss_kib("VmRSS:");
+	if (v == 0 && rep == 0 && run->host == H_UDS && run->rss_default_kib >= 0) {
+		long now = app_rss_kib(run, "VmRSS:");
 
-		if (now > rss_default_kib)
-			rss_default_kib = now;
+		if (now > run->rss_default_kib)
+			run->rss_default_kib = now;
 	}
-	return backend_stop();
+	return backend_stop(run);
 }
