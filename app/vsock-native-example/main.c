@@ -16,6 +16,9 @@
  * The main lcore is the service's lcore: it polls every connection in turn, with no
  * syscall and no lock; the worker lcores poll the VMs. Backpressure from a guest that
  * does not read shows as a short send: the rest waits in the connection's slot.
+ *
+ * Self-contained, as DPDK's examples are: its options are its own (getopt_long, and
+ * DPDK's rte_kvargs for --vm's keys), its only library the engine's.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,13 +30,12 @@
 #include <unistd.h>
 
 #include <rte_eal.h>
+#include <rte_kvargs.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
 #include <vsock_pmd.h>
 #include <vsock_pmd_native.h>
-
-#include "args.h"
 
 #define BURST 32
 #define MAX_CONNS 256
@@ -200,22 +202,117 @@ static void usage(const char *prog)
 	       "          [--mode echo|sink|source] [--bytes N]\n", prog, prog);
 }
 
-/* --cid: a VM of the primary to serve, when this is a secondary process. */
-static int cid_add(const char *arg, struct app_opts *opts)
+/* A guest CID: not 0, 1 or 2 (hypervisor, local, host), below VMADDR_CID_ANY. */
+static int cid_parse(const char *s, uint64_t *cid)
 {
 	char *end;
-	unsigned long long cid = strtoull(arg, &end, 0);
+	unsigned long long v;
 
-	if (*end || cid < 3 || opts->pmd.nb_vms == VSOCK_PMD_MAX_VMS) {
-		fprintf(stderr, "--cid %s: a guest CID (>= 3), at most %d of them\n", arg,
-			VSOCK_PMD_MAX_VMS);
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || *s == '-' || v < 3 || v >= 0xffffffffULL)
 		return -1;
-	}
-	opts->pmd.vms[opts->pmd.nb_vms++].cid = cid;
+	*cid = v;
 	return 0;
 }
 
-static int parse(int argc, char **argv, struct app_opts *opts, uint32_t *port)
+/* Copy a socket path that fits a sockaddr_un. */
+static int path_copy(char *dst, const char *src)
+{
+	size_t len = strlen(src);
+
+	if (len == 0 || len > VSOCK_PMD_PATH_MAX)
+		return -1;
+	memcpy(dst, src, len + 1);
+	return 0;
+}
+
+/* The next VM of @p conf, or NULL (with a message) when the table is full. */
+static struct vsock_pmd_vm_conf *vm_next(struct vsock_pmd_conf *conf, const char *opt)
+{
+	if (conf->nb_vms == VSOCK_PMD_MAX_VMS) {
+		fprintf(stderr, "%s: at most %d VMs\n", opt, VSOCK_PMD_MAX_VMS);
+		return NULL;
+	}
+	return &conf->vms[conf->nb_vms];
+}
+
+/* --vm cid=N,socket=PATH,uds=PATH: a VM this process serves, each key once. */
+static int vm_add(const char *spec, struct vsock_pmd_conf *conf)
+{
+	static const char *const keys[] = { "cid", "socket", "uds", NULL };
+	struct vsock_pmd_vm_conf *vm = vm_next(conf, "--vm");
+	struct rte_kvargs *kv;
+	int rc = -1;
+
+	if (vm == NULL)
+		return -1;
+	kv = rte_kvargs_parse(spec, keys);
+	if (kv == NULL || rte_kvargs_count(kv, "cid") != 1 ||
+	    rte_kvargs_count(kv, "socket") != 1 || rte_kvargs_count(kv, "uds") != 1)
+		fprintf(stderr, "--vm %s: takes cid=N,socket=PATH,uds=PATH, each key once\n", spec);
+	else if (cid_parse(rte_kvargs_get(kv, "cid"), &vm->cid) < 0)
+		fprintf(stderr, "--vm %s: cid is a guest CID, 3 to 0xfffffffe\n", spec);
+	else if (path_copy(vm->socket_path, rte_kvargs_get(kv, "socket")) < 0 ||
+		 path_copy(vm->uds_path, rte_kvargs_get(kv, "uds")) < 0)
+		fprintf(stderr, "--vm %s: a path is empty or longer than %zu bytes\n", spec,
+			VSOCK_PMD_PATH_MAX);
+	else
+		rc = 0;
+	rte_kvargs_free(kv);
+	if (rc == 0)
+		conf->nb_vms++;
+	return rc;
+}
+
+/* --cid: a VM of the primary to serve, when this is a secondary process. */
+static int cid_add(const char *arg, struct vsock_pmd_conf *conf)
+{
+	struct vsock_pmd_vm_conf *vm = vm_next(conf, "--cid");
+
+	if (vm == NULL)
+		return -1;
+	if (cid_parse(arg, &vm->cid) < 0) {
+		fprintf(stderr, "--cid %s: a guest CID, 3 to 0xfffffffe\n", arg);
+		return -1;
+	}
+	conf->nb_vms++;
+	return 0;
+}
+
+/* No two VMs with one CID, no socket path twice (the engine checks the rest at start). */
+static int vms_check(const struct vsock_pmd_conf *conf)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < conf->nb_vms; i++) {
+		const struct vsock_pmd_vm_conf *a = &conf->vms[i];
+
+		if (!strcmp(a->socket_path, a->uds_path)) {
+			fprintf(stderr, "VM %" PRIu64 ": socket and uds are one path\n", a->cid);
+			return -1;
+		}
+		for (j = 0; j < i; j++) {
+			const struct vsock_pmd_vm_conf *b = &conf->vms[j];
+
+			if (a->cid == b->cid) {
+				fprintf(stderr, "VM %" PRIu64 " twice\n", a->cid);
+				return -1;
+			}
+			if (!strcmp(a->socket_path, b->socket_path) ||
+			    !strcmp(a->socket_path, b->uds_path) ||
+			    !strcmp(a->uds_path, b->socket_path) ||
+			    !strcmp(a->uds_path, b->uds_path)) {
+				fprintf(stderr, "VMs %" PRIu64 " and %" PRIu64 " share a socket "
+					"path\n", b->cid, a->cid);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct vsock_pmd_conf *conf, uint32_t *port)
 {
 	bool secondary = rte_eal_process_type() == RTE_PROC_SECONDARY;
 	static const struct option lo[] = {
@@ -226,7 +323,6 @@ static int parse(int argc, char **argv, struct app_opts *opts, uint32_t *port)
 		{ "bytes", required_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char err[APP_ERR_LEN];
 	int o;
 
 	optind = 0;
@@ -238,17 +334,15 @@ static int parse(int argc, char **argv, struct app_opts *opts, uint32_t *port)
 					"--cid, not --vm\n");
 				return -1;
 			}
-			if (app_vm_add(optarg, opts, err, sizeof(err)) < 0) {
-				fprintf(stderr, "%s\n", err);
+			if (vm_add(optarg, conf) < 0)
 				return -1;
-			}
 			break;
 		case 'c':
 			if (!secondary) {
 				fprintf(stderr, "--cid is for a secondary process: use --vm\n");
 				return -1;
 			}
-			if (cid_add(optarg, opts) < 0)
+			if (cid_add(optarg, conf) < 0)
 				return -1;
 			break;
 		case 'p':
@@ -275,9 +369,9 @@ static int parse(int argc, char **argv, struct app_opts *opts, uint32_t *port)
 }
 
 /* Run the accelerator here, or use the primary's. */
-static int engine_start(const struct app_opts *opts, bool secondary)
+static int engine_start(const struct vsock_pmd_conf *conf, bool secondary)
 {
-	int rc = secondary ? vsock_native_attach() : vsock_pmd_start(&opts->pmd);
+	int rc = secondary ? vsock_native_attach() : vsock_pmd_start(conf);
 
 	if (rc < 0)
 		fprintf(stderr, "cannot %s: %s\n", secondary ? "attach to the primary process" :
@@ -296,8 +390,8 @@ static void engine_stop(bool secondary)
 int main(int argc, char **argv)
 {
 	int listeners[VSOCK_PMD_MAX_VMS];
-	char err[APP_ERR_LEN], pool_name[RTE_MEMPOOL_NAMESIZE];
-	struct app_opts opts;
+	char pool_name[RTE_MEMPOOL_NAMESIZE];
+	struct vsock_pmd_conf conf;
 	uint32_t port = 0;
 	unsigned int i;
 	bool secondary;
@@ -309,10 +403,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	secondary = rte_eal_process_type() == RTE_PROC_SECONDARY;
-	app_opts_init(&opts);
-	if (parse(argc - n, argv + n, &opts, &port) < 0 || !port || !opts.pmd.nb_vms ||
-	    (!secondary && (app_opts_validate(&opts, err, sizeof(err)) < 0 ||
-			    app_opts_check_host(&opts, err, sizeof(err)) < 0))) {
+	vsock_pmd_conf_init(&conf);
+	if (parse(argc - n, argv + n, &conf, &port) < 0 || !port || !conf.nb_vms ||
+	    (!secondary && vms_check(&conf) < 0)) {
 		usage(argv[0]);
 		goto out;
 	}
@@ -322,13 +415,13 @@ int main(int argc, char **argv)
 	snprintf(pool_name, sizeof(pool_name), "example_%d", getpid());
 	pool = rte_pktmbuf_pool_create(pool_name, POOL_MBUFS, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       (int)rte_socket_id());
-	if (!pool || engine_start(&opts, secondary) < 0)
+	if (!pool || engine_start(&conf, secondary) < 0)
 		goto out;
-	for (i = 0; i < opts.pmd.nb_vms; i++) {
-		listeners[i] = vsock_native_listen(opts.pmd.vms[i].cid, port);
+	for (i = 0; i < conf.nb_vms; i++) {
+		listeners[i] = vsock_native_listen(conf.vms[i].cid, port);
 		if (listeners[i] < 0) {
 			fprintf(stderr, "cannot listen on VM %" PRIu64 " port %u: %s\n",
-				opts.pmd.vms[i].cid, port, strerror(-listeners[i]));
+				conf.vms[i].cid, port, strerror(-listeners[i]));
 			goto stop;
 		}
 	}
@@ -337,7 +430,7 @@ int main(int argc, char **argv)
 	printf("LISTENING %u\n", port);
 	fflush(stdout);
 	while (!quit) {
-		accept_all(listeners, opts.pmd.nb_vms);
+		accept_all(listeners, conf.nb_vms);
 		for (i = 0; i < MAX_CONNS; i++) {
 			struct svc_conn *c = &conns[i];
 

@@ -4,9 +4,9 @@
 # what is there (programs, shared library with its soname, static library, headers,
 # pkg-config file, man pages, units, sample config, the re-plug command, the Prometheus
 # exporter), verify the units with systemd-analyze, then build the native-API example from
-# the installed sources in a directory outside the tree with `pkg-config --cflags --libs
-# libdpdk-vsock`, shared and static, and run each: it starts the engine on a VM and
-# listens, and stops cleanly.
+# its installed sources alone (no source of the app beside them) in a directory outside the
+# tree with `pkg-config --cflags --libs libdpdk-vsock`, shared and static, and run each: it
+# starts the engine on a VM and listens, and stops cleanly.
 # Usage: test_install.sh BUILD_DIR (TAP).
 set -uo pipefail
 build=$1
@@ -148,9 +148,13 @@ run_example() {	# DIR KIND
 	ok $? "$kind example: its sockets removed"
 	sed 's/^/# /' "$dir/log" | tail -5
 }
+# Self-contained, as DPDK's examples are: its own sources and its Makefile, none of the app's.
+example=$root/share/doc/dpdk-vsock/examples/vsock-native-example
+[[ $(cd "$example" && ls | tr '\n' ' ') == "Makefile main.c " ]]
+ok $? "the installed example is its own main.c and Makefile only ($(cd "$example" && ls | tr '\n' ' '))"
 for kind in shared static; do
 	dir=$work/out-of-tree-$kind
-	cp -r "$root/share/doc/dpdk-vsock/examples/vsock-native-example" "$dir"
+	cp -r "$example" "$dir"
 	args=()
 	[[ $kind == static ]] && args=(static=1)
 	# A sanitized build installs a sanitized library: its users must link the runtimes.
