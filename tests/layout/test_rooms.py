@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""The rule of lib/vsock_pmd/README.md, read from the tree: which room may include which.
+"""The rule of lib/vsock_pmd/README.md, read from the tree: which room may include which;
+and, in the whole tree, no circle of files.
 
-The compiler enforces it too (each room builds on the include paths of the rooms it may
-use); this test names the file and the include that break it, checks that every engine
-file sits in a room and that no header name is in two rooms, and, from the room
-libraries, that no room calls into a room it may not use and that no files use each
-other.
+The compiler enforces the rooms' rule too (each room builds on the include paths of the
+rooms it may use); this test names the file and the include that break it, checks that
+every engine file sits in a room and that no header name is in two rooms, and, from the
+room libraries, that no room calls into a room it may not use.
 
 The libraries beside the engine (lib/vsock_frontend/, lib/vsock_harness/) are held to
 their READMEs' rule: the public include/ and each other as OUTSIDE says, never an engine
 room's header or symbol (only the exported API of version.map).
 
-Usage: test_rooms.py LIB_DIR [ROOM ARCHIVE]...
-(a ROOM named as in OUTSIDE is that library beside LIB_DIR)
+No circle anywhere: in every C file of lib/, app/, include/ and tests/, no headers that
+include each other, directly or round a longer circle; in the engine, the libraries beside
+it, the programs of app/ and the tests' shared code, no files that use each other's
+functions or data (from the archives' symbols), every C file of those read.
+
+Usage: test_rooms.py SRC_ROOT [NAME ARCHIVE]...
+NAME is an engine room, a library as named in OUTSIDE, or the folder (from SRC_ROOT) of a
+program or of tests' shared code whose objects ARCHIVE holds; a NAME may come more than once.
 """
 import os
 import re
@@ -42,6 +48,11 @@ FACADE = {'proto': ('endpoint', {'ep.h', 'ep_queue.h'}, 'ep.h')}
 TOP_FILES = {'meson.build', 'version.c', 'version.map', 'README.md'}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# Where the test reads every C file for include circles.
+TREE = ('lib', 'app', 'include', 'tests')
+# The C files whose objects the test must read for call circles: the engine, the libraries
+# beside it, the programs, and the tests' shared code (tests/common/, each suite's *_util.c).
+READ = (r'lib/.*\.c', r'app/.*\.c', r'tests/common/.*\.c', r'tests/[^/]+/[^/]+_util\.c')
 
 results = []
 
@@ -50,12 +61,15 @@ def check(ok, what, why=()):
 	results.append((ok, what, list(why)))
 
 
-def source_of(room, obj):
-	"""room/file.c of an archive member (file.c.o)."""
-	name = os.path.basename(obj)
-	if name.endswith('.o'):
-		name = name[:-2]
-	return f'{room}/{name}'
+def c_files(root, tops):
+	"""Every .c and .h file below the folders @p tops of @p root, as paths from root."""
+	found = []
+	for top in tops:
+		for where, dirs, files in os.walk(os.path.join(root, top)):
+			dirs.sort()
+			found += sorted(os.path.relpath(os.path.join(where, f), root)
+				for f in files if f.endswith(('.c', '.h')))
+	return found
 
 
 def circles_of(uses):
@@ -78,9 +92,63 @@ def circles_of(uses):
 	return groups
 
 
+def include_uses(root, files):
+	"""file -> the files of the tree it includes: beside it first, else the one of that name."""
+	by_name = {}
+	for f in files:
+		by_name.setdefault(os.path.basename(f), []).append(f)
+	uses = {}
+	for f in files:
+		with open(os.path.join(root, f), encoding='utf-8') as src:
+			for inc in INCLUDE.findall(src.read()):
+				beside = os.path.normpath(os.path.join(os.path.dirname(f), inc))
+				named = by_name.get(os.path.basename(inc), [])
+				there = beside if beside in named else named[0] if len(named) == 1 else None
+				if there is not None and there != f:
+					uses.setdefault(f, set()).add(there)
+	return uses
+
+
+def folder_of(name, root, lib):
+	"""The source folder of an archive's NAME, from the tree's root."""
+	if name in USES:
+		return os.path.join(os.path.relpath(lib, root), name)
+	if name in OUTSIDE:
+		return os.path.join('lib', name)
+	return name
+
+
+def source_of(folder, obj, files):
+	"""The tree's source of an archive member: meson names an object after its source's
+	path from the target's folder, '/' as '_' (file.c.o, .._common_file.c.o)."""
+	name = os.path.basename(obj)
+	if name.endswith('.o'):
+		name = name[:-2]
+	for f in files:
+		if os.path.relpath(f, folder).replace('/', '_') == name:
+			return f
+	return os.path.join(folder, name)
+
+
+def symbols(archive):
+	"""(member, kind, symbol) of every symbol nm lists in @p archive."""
+	out = subprocess.run(['nm', archive], check=True, capture_output=True, text=True).stdout
+	obj = archive
+	for line in out.splitlines():
+		parts = line.split()
+		if len(parts) == 1 and parts[0].endswith(':'):
+			obj = parts[0][:-1]
+		elif len(parts) == 2 and parts[0] == 'U':
+			yield obj, 'U', parts[1]
+		elif len(parts) == 3 and parts[1] in 'TDBRCV':
+			yield obj, parts[1], parts[2]
+
+
 def main():
-	lib = sys.argv[1]
-	archives = dict(zip(sys.argv[2::2], sys.argv[3::2]))
+	root = os.path.abspath(sys.argv[1])
+	lib = os.path.join(root, 'lib', 'vsock_pmd')
+	archives = list(zip(sys.argv[2::2], sys.argv[3::2]))
+	tree = c_files(root, TREE)
 
 	rooms = {}	# room -> its files
 	stray = []
@@ -151,55 +219,80 @@ def main():
 						bad.append(f'{room}/{f}: #include "{inc}"')
 		check(not bad, f'{room}/ includes of {other}/ only ' + ', '.join(sorted(headers)), bad)
 
-	# Who defines what, from the room libraries: a room's undefined symbol defined in
-	# another room is a call (or a reference) across rooms.
-	defined = {}
-	defined_in = {}	# symbol -> room/file.c that defines it
-	undefined = {}
-	for room, archive in archives.items():
-		out = subprocess.run(['nm', archive], check=True, capture_output=True,
-			text=True).stdout
-		undefined[room] = []
-		obj = archive
-		for line in out.splitlines():
-			parts = line.split()
-			if len(parts) == 1 and parts[0].endswith(':'):
-				obj = parts[0][:-1]
-			elif len(parts) == 2 and parts[0] == 'U':
-				undefined[room].append((obj, parts[1]))
-			elif len(parts) == 3 and parts[1] in 'TDBRC':
-				defined.setdefault(parts[2], room)
-				defined_in.setdefault(parts[2], source_of(room, obj))
+	# Who defines what, from the archives: an undefined symbol of one file defined in
+	# another is a use (a call, or a reference to data); across rooms, a use of that room.
+	objects = {}	# archive member -> its source in the tree
+	units = {}	# NAME -> the sources of its archives
+	undefined = {}	# NAME -> (source, symbol) of each use
+	defined_in = {}	# NAME -> {symbol: source}
+	for name, archive in archives:
+		folder = folder_of(name, root, lib)
+		units.setdefault(name, set())
+		undefined.setdefault(name, [])
+		defined_in.setdefault(name, {})
+		for obj, kind, sym in symbols(archive):
+			src = objects.setdefault((archive, obj), source_of(folder, obj, tree))
+			units[name].add(src)
+			if kind == 'U':
+				undefined[name].append((src, sym))
+			elif kind in 'TDBRC':
+				defined_in[name].setdefault(sym, src)
+	room_of = {src: name for name in USES for src in units.get(name, ())}
+	room_of.update({src: name for name in OUTSIDE for src in units.get(name, ())})
+	defined = {}	# symbol -> the room or library beside the engine defining it
+	for name in units:
+		if name in USES or name in OUTSIDE:
+			for sym, src in defined_in[name].items():
+				defined.setdefault(sym, room_of[src])
 	# The exported API, which the libraries beside the engine may call.
 	with open(os.path.join(lib, 'version.map'), encoding='utf-8') as vmap:
 		exported = set(re.findall(r'^\s*(\w+);', vmap.read(), re.M))
-	for room in sorted(archives):
+	for room in sorted(n for n in units if n in USES or n in OUTSIDE):
 		uses = OUTSIDE[room] | exported if room in OUTSIDE else USES.get(room, set())
-		bad = sorted({f'{obj} uses {sym} of {defined[sym]}/'
-			for obj, sym in undefined[room]
+		bad = sorted({f'{src} uses {sym} of {defined[sym]}/'
+			for src, sym in undefined[room]
 			if sym in defined and defined[sym] != room
 			and defined[sym] not in uses and sym not in uses})
 		check(not bad, f'{room}/ calls only into the rooms it may use', bad)
 	for room, (other, _, header) in sorted(FACADE.items()):
-		if room not in archives:
+		if room not in units:
 			continue
 		with open(os.path.join(lib, other, header), encoding='utf-8') as src:
 			declared = set(re.findall(r'\b(\w+)\s*\(', src.read()))
-		bad = sorted({f'{obj} uses {sym}' for obj, sym in undefined[room]
+		bad = sorted({f'{src} uses {sym}' for src, sym in undefined[room]
 			if defined.get(sym) == other and sym not in declared})
 		check(not bad, f'{room}/ calls into {other}/ only through {header}', bad)
 
 	# Files that use each other, directly or round a longer circle, are one job cut in two.
-	uses = {}
-	for room in (r for r in archives if r in USES):
-		for obj, sym in undefined[room]:
-			there = defined_in.get(sym)
-			here = source_of(room, obj)
-			if there is not None and there != here:
-				uses.setdefault(here, set()).add(there)
-	circles = [' <-> '.join(sorted(group)) for group in circles_of(uses)]
-	if archives:
-		check(not circles, 'no engine files use each other', circles)
+	# A symbol is looked up in the user's own archives first (a program's main() and its
+	# own files), then in the one other archive that defines it.
+	owners = {}	# symbol -> the NAMEs defining it
+	for name, syms in defined_in.items():
+		for sym in syms:
+			owners.setdefault(sym, set()).add(name)
+	calls = {}
+	for name in units:
+		for src, sym in undefined[name]:
+			there = defined_in[name].get(sym)
+			if there is None and len(owners.get(sym, ())) == 1:
+				there = defined_in[next(iter(owners[sym]))][sym]
+			if there is not None and there != src:
+				calls.setdefault(src, set()).add(there)
+	circles = [' <-> '.join(sorted(group)) for group in circles_of(calls)]
+	check(not circles, 'no files use each other\'s functions or data, directly or round '
+		'a circle', circles)
+	read = set().union(*units.values()) if units else set()
+	unread = [f for f in tree if f.endswith('.c') and f not in read
+		and any(re.fullmatch(r, f) for r in READ)
+		and os.path.join(root, f) not in (os.path.join(lib, t) for t in TOP_FILES)]
+	check(not unread, 'the uses of every C file of the engine, the libraries beside it, the '
+		'programs and the tests\' shared code are read', unread)
+
+	# Headers that include each other compile only through their guards, and then in one
+	# order only.
+	circles = [' <-> '.join(sorted(group)) for group in circles_of(include_uses(root, tree))]
+	check(not circles, f'no include circle in {", ".join(t + "/" for t in TREE)} '
+		f'({len(tree)} files)', circles)
 
 	print('TAP version 13')
 	print(f'1..{len(results)}')
