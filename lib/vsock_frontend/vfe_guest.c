@@ -186,13 +186,14 @@ static int rx_post(struct vfe_guest *g, struct vfe_guest_slot *s)
 	return vfe_vq_add(rx, b, n, s);
 }
 
-static void rx_kick(struct vfe_guest *g)
+/* Publish what was added to queue @p q (VFE_VSOCK_RX or _TX); kick if the device asks. */
+static void queue_kick(struct vfe_guest *g, unsigned int q)
 {
-	struct vfe_vq *rx = &g->v->vq[VFE_VSOCK_RX];
+	struct vfe_vq *vq = &g->v->vq[q];
 
-	vfe_vq_publish(rx);
-	if (vfe_vq_kick_needed(rx)) {
-		vfe_vq_kick(rx);
+	vfe_vq_publish(vq);
+	if (vfe_vq_kick_needed(vq)) {
+		vfe_vq_kick(vq);
 		g->kicks++;
 	}
 }
@@ -293,7 +294,7 @@ int vfe_guest_init(struct vfe_guest *g, struct vfe_vsock *v, const struct vfe_gu
 			return rc;
 		}
 	}
-	rx_kick(g);
+	queue_kick(g, VFE_VSOCK_RX);
 	return 0;
 }
 
@@ -378,17 +379,6 @@ static int tx_packet(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt, const
 	return 0;
 }
 
-static void tx_kick(struct vfe_guest *g)
-{
-	struct vfe_vq *tx = &g->v->vq[VFE_VSOCK_TX];
-
-	vfe_vq_publish(tx);
-	if (vfe_vq_kick_needed(tx)) {
-		vfe_vq_kick(tx);
-		g->kicks++;
-	}
-}
-
 int vfe_guest_send_empty(struct vfe_guest *g, unsigned int n)
 {
 	struct vfe_vq *tx = &g->v->vq[VFE_VSOCK_TX];
@@ -411,7 +401,7 @@ int vfe_guest_send_empty(struct vfe_guest *g, unsigned int n)
 		return rc;
 	p->tx_head = (p->tx_head + 1) % p->tx_num;
 	p->tx_nfree--;
-	tx_kick(g);
+	queue_kick(g, VFE_VSOCK_TX);
 	return 0;
 }
 
@@ -456,7 +446,7 @@ static int ctl_send(struct vfe_guest *g, const struct ctl_entry *e)
 	struct vfe_guest_priv *p = g->priv;
 
 	if (p->ctl_count == 0 && ctl_send_now(g, e) == 0) {
-		tx_kick(g);
+		queue_kick(g, VFE_VSOCK_TX);
 		return 0;
 	}
 	if (p->ctl_count == CTL_Q_SIZE)
@@ -476,7 +466,7 @@ static void ctl_flush(struct vfe_guest *g)
 		sent = true;
 	}
 	if (sent)
-		tx_kick(g);
+		queue_kick(g, VFE_VSOCK_TX);
 }
 
 static int conn_ctl(struct vfe_guest *g, struct vfe_guest_conn *c, uint16_t op, uint32_t flags)
@@ -536,7 +526,7 @@ long vfe_guest_send(struct vfe_guest *g, struct vfe_guest_conn *c, const void *b
 		done += n;
 	}
 	if (done)
-		tx_kick(g);
+		queue_kick(g, VFE_VSOCK_TX);
 	return (long)done;
 }
 
@@ -566,7 +556,7 @@ int vfe_guest_send_msg(struct vfe_guest *g, struct vfe_guest_conn *c, const void
 			return -EIO;	/* counted above: cannot happen */
 		done += n;
 	} while (done < len);
-	tx_kick(g);
+	queue_kick(g, VFE_VSOCK_TX);
 	return 1;
 }
 
@@ -579,7 +569,7 @@ int vfe_guest_send_raw(struct vfe_guest *g, struct vfe_guest_conn *c, const void
 		return -EINVAL;
 	rc = rw_packet(g, c, buf, len, flags);
 	if (rc == 0)
-		tx_kick(g);
+		queue_kick(g, VFE_VSOCK_TX);
 	return rc;
 }
 
@@ -921,7 +911,7 @@ unsigned int vfe_guest_poll(struct vfe_guest *g)
 			reposted++;
 	}
 	if (reposted)
-		rx_kick(g);
+		queue_kick(g, VFE_VSOCK_RX);
 	ctl_flush(g);
 	return done;
 }
