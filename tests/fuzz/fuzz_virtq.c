@@ -36,55 +36,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_guest.h"
 #include "virtq_split.h"
 
-#define GPA_BASE	0x10000ull
-#define REGION_MAX	8192
 #define MAX_OPS		1024
 #define MAX_OUT		512
-
-#define CHECK(c) do {							\
-	if (!(c)) {							\
-		fprintf(stderr, "%s:%d: invariant failed: %s\n",	\
-			__FILE__, __LINE__, #c);			\
-		abort();						\
-	}								\
-} while (0)
-
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t in_u8(struct input *in)
-{
-	if (in->n == 0)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static uint16_t in_u16(struct input *in)
-{
-	uint16_t lo = in_u8(in);
-
-	return lo | (uint16_t)in_u8(in) << 8;
-}
-
-static uint32_t in_u32(struct input *in)
-{
-	uint32_t lo = in_u16(in);
-
-	return lo | (uint32_t)in_u16(in) << 16;
-}
-
-/* One guest memory region: the real buffer and the model's copy of it. */
-struct fregion {
-	uint64_t gpa;
-	uint64_t size;
-	uint8_t *buf;
-	uint8_t *shadow;
-};
 
 /* A chain handed out and not yet completed or given back. */
 struct outstanding {
@@ -93,21 +49,9 @@ struct outstanding {
 	struct virtq_chain c;
 };
 
-/* The walker's verdict on one head, computed without the engine's code. */
-struct ref_chain {
-	uint16_t nr;
-	uint16_t np;
-	uint16_t empty;		/* empty descriptors: each takes one piece's room */
-	uint64_t rlen;
-	uint64_t wlen;
-	struct guest_mem_piece p[VIRTQ_CHAIN_MAX_PIECES];
-};
-
 struct fuzz {
 	struct virtq vq;
-	struct guest_mem mem;
-	unsigned int nreg;
-	struct fregion reg[2];
+	struct fguest g;
 	uint16_t size;
 	uint16_t burst;
 	bool event_idx;
@@ -144,37 +88,6 @@ struct fuzz {
 
 static struct fuzz F;
 
-static struct fregion *ref_region(uint64_t gpa)
-{
-	unsigned int i;
-
-	for (i = 0; i < F.nreg; i++)
-		if (gpa >= F.reg[i].gpa && gpa < F.reg[i].gpa + F.reg[i].size)
-			return &F.reg[i];
-	return NULL;
-}
-
-/* A guest store of one byte: lands in memory and in the model, or nowhere. */
-static void guest_poke(uint64_t gpa, uint8_t v)
-{
-	struct fregion *r = ref_region(gpa);
-
-	if (r != NULL) {
-		r->buf[gpa - r->gpa] = v;
-		r->shadow[gpa - r->gpa] = v;
-	}
-}
-
-static bool guest_peek(uint64_t gpa, uint8_t *v)
-{
-	struct fregion *r = ref_region(gpa);
-
-	if (r == NULL)
-		return false;
-	*v = r->buf[gpa - r->gpa];
-	return true;
-}
-
 /*
  * Seven bytes describing one descriptor in a form the fuzzer can hit:
  * u8 mode, u16 addr, u16 len, u8 flags, u8 next. mode bit7 puts the address
@@ -197,31 +110,6 @@ static void in_desc(struct input *in, struct vring_desc *d)
 	d->next = htole16(next);
 }
 
-/* Append the host pieces of guest range [gpa, gpa + len) to rc. */
-static bool ref_translate(uint64_t gpa, uint32_t len, struct ref_chain *rc)
-{
-	uint64_t left = len;
-
-	if (gpa + (left - 1) < gpa)
-		return false;
-	while (left != 0) {
-		struct fregion *r = ref_region(gpa);
-		uint64_t chunk;
-
-		if (r == NULL || rc->np + rc->empty == VIRTQ_CHAIN_MAX_PIECES)
-			return false;
-		chunk = r->gpa + r->size - gpa;
-		if (chunk > left)
-			chunk = left;
-		rc->p[rc->np].addr = r->buf + (gpa - r->gpa);
-		rc->p[rc->np].len = (uint32_t)chunk;
-		rc->np++;
-		gpa += chunk;
-		left -= chunk;
-	}
-	return true;
-}
-
 static bool ref_read_desc(bool indirect, uint64_t table, uint32_t idx, struct vring_desc *d)
 {
 	uint8_t *b = (uint8_t *)d;
@@ -232,7 +120,7 @@ static bool ref_read_desc(bool indirect, uint64_t table, uint32_t idx, struct vr
 		return true;
 	}
 	for (i = 0; i < sizeof(*d); i++)
-		if (!guest_peek(table + (uint64_t)idx * sizeof(*d) + i, &b[i]))
+		if (!fguest_peek(&F.g, table + (uint64_t)idx * sizeof(*d) + i, &b[i]))
 			return false;
 	return true;
 }
@@ -242,9 +130,9 @@ static bool ref_walk(uint16_t head, struct ref_chain *rc)
 {
 	uint64_t table = 0;
 	uint32_t entries = F.size, idx = head, steps = 0;
-	bool in_indirect = false, seen_write = false;
+	bool in_indirect = false;
 
-	memset(rc, 0, offsetof(struct ref_chain, p));
+	ref_chain_init(rc);
 	if (head >= F.size)
 		return false;
 	for (;;) {
@@ -261,11 +149,13 @@ static bool ref_walk(uint16_t head, struct ref_chain *rc)
 		len = le32toh(d.len);
 		addr = le64toh(d.addr);
 		if (flags & VRING_DESC_F_INDIRECT) {
-			struct ref_chain scratch = { 0 };
+			struct ref_chain scratch;
+
+			ref_chain_init(&scratch);
 
 			if (!F.indirect || in_indirect || (flags & VRING_DESC_F_NEXT) ||
 					len == 0 || len % sizeof(d) != 0 ||
-					!ref_translate(addr, len, &scratch))
+					!ref_translate(&F.g, addr, len, &scratch))
 				return false;
 			in_indirect = true;
 			table = addr;
@@ -274,22 +164,8 @@ static bool ref_walk(uint16_t head, struct ref_chain *rc)
 			steps = 0;
 			continue;
 		}
-		if (flags & VRING_DESC_F_WRITE) {
-			seen_write = true;
-			rc->wlen += len;
-		} else {
-			if (seen_write)
-				return false;
-			rc->rlen += len;
-		}
-		if (rc->rlen > UINT32_MAX || rc->wlen > UINT32_MAX)
+		if (!ref_add(&F.g, rc, addr, len, flags & VRING_DESC_F_WRITE))
 			return false;
-		/* An empty buffer: no piece, its address unread, one piece's room used. */
-		if (len == 0 ? rc->np + rc->empty++ == VIRTQ_CHAIN_MAX_PIECES :
-				!ref_translate(addr, len, rc))
-			return false;
-		if (!seen_write)
-			rc->nr = rc->np;
 		if (!(flags & VRING_DESC_F_NEXT))
 			return true;
 		idx = le16toh(d.next);
@@ -298,57 +174,20 @@ static bool ref_walk(uint16_t head, struct ref_chain *rc)
 	}
 }
 
-static bool in_some_region(const void *addr, uint32_t len)
-{
-	const uint8_t *a = addr;
-	unsigned int i;
-
-	for (i = 0; i < F.nreg; i++) {
-		uintptr_t start = (uintptr_t)F.reg[i].buf;
-
-		if ((uintptr_t)a >= start && len <= F.reg[i].size &&
-				(uintptr_t)a - start <= F.reg[i].size - len)
-			return true;
-	}
-	return false;
-}
-
 static void check_chain(const struct virtq_chain *c, uint16_t slot_head)
 {
 	struct ref_chain rc;
-	uint64_t rsum = 0, wsum = 0;
-	unsigned int i;
 
 	CHECK(c->head == slot_head);
 	CHECK(c->head < F.size);
-	CHECK(c->nr_readable <= c->nr_pieces);
-	/* A chain of empty descriptors has no piece. */
-	CHECK(c->nr_pieces <= VIRTQ_CHAIN_MAX_PIECES);
-	for (i = 0; i < c->nr_pieces; i++) {
-		CHECK(c->pieces[i].len > 0);
-		CHECK(in_some_region(c->pieces[i].addr, c->pieces[i].len));
-		if (i < c->nr_readable)
-			rsum += c->pieces[i].len;
-		else
-			wsum += c->pieces[i].len;
-	}
-	CHECK(rsum == c->readable_len);
-	CHECK(wsum == c->writable_len);
-
 	CHECK(ref_walk(c->head, &rc));
-	CHECK(rc.nr == c->nr_readable && rc.np == c->nr_pieces);
-	CHECK(rc.rlen == c->readable_len && rc.wlen == c->writable_len);
-	for (i = 0; i < rc.np; i++)
-		CHECK(rc.p[i].addr == c->pieces[i].addr && rc.p[i].len == c->pieces[i].len);
+	check_chain_pieces(&F.g, c, &rc);
 }
 
 /* Everything the guest owns is as the model left it; used is as predicted. */
 static void check_memory(void)
 {
-	unsigned int i;
-
-	for (i = 0; i < F.nreg; i++)
-		CHECK(memcmp(F.reg[i].buf, F.reg[i].shadow, F.reg[i].size) == 0);
+	fguest_check_memory(&F.g);
 	CHECK(memcmp(F.desc, F.desc_shadow, F.desc_bytes) == 0);
 	CHECK(memcmp(F.avail, F.avail_shadow, F.avail_bytes) == 0);
 	CHECK(memcmp(F.used, F.used_model, F.used_bytes) == 0);
@@ -356,32 +195,9 @@ static void check_memory(void)
 
 static void check_state(void)
 {
-	const struct virtq_stats *s = &F.vq.stats;
-	uint64_t errs = 0;
-	unsigned int i;
-
 	check_memory();
-	CHECK(F.vq.broken == F.broken);
-	CHECK(s->dequeued == F.stats.dequeued);
-	CHECK(s->ungot == F.stats.ungot);
-	CHECK(s->completed == F.stats.completed);
-	CHECK(s->used_idx_stores == F.stats.used_idx_stores);
-	CHECK(s->notify_yes == F.stats.notify_yes);
-	CHECK(s->notify_no == F.stats.notify_no);
-	CHECK(s->errors[VIRTQ_ERR_USED_ID] == F.stats.errors[VIRTQ_ERR_USED_ID]);
-	CHECK(s->errors[VIRTQ_ERR_NONE] == 0);
-	for (i = VIRTQ_ERR_NONE + 1; i < VIRTQ_ERR_MAX; i++)
-		if (i != VIRTQ_ERR_USED_ID)
-			errs += s->errors[i];
-	/* Marking broken happens once: a broken queue is never walked again. */
-	CHECK(errs == (F.broken ? 1u : 0u));
-	if (F.broken) {
-		CHECK(F.vq.broken_reason != VIRTQ_ERR_NONE &&
-		      F.vq.broken_reason < VIRTQ_ERR_MAX &&
-		      F.vq.broken_reason != VIRTQ_ERR_USED_ID);
-		CHECK(s->errors[F.vq.broken_reason] == 1);
-		CHECK(strcmp(virtq_err_str(F.vq.broken_reason), "unknown") != 0);
-	}
+	check_stats(&F.vq.stats, &F.stats);
+	check_broken_count(&F.vq, F.broken);
 }
 
 /* The model's flush: pending entries reach used->ring, then used->idx. */
@@ -532,82 +348,17 @@ static void do_should_notify(void)
 		F.stats.notify_no++;
 }
 
-static void do_chain_read(struct input *in)
+/* A read or a write of one outstanding chain, the input picks which. */
+static void do_chain_io(struct input *in, bool write)
 {
 	uint8_t k = in_u8(in);
-	uint16_t off = in_u16(in), len = in_u16(in);
-	const struct virtq_chain *c;
-	uint32_t got, want, i, pos = 0;
-	uint8_t *buf;
 
 	if (F.nout == 0)
 		return;
-	c = &F.out[k % F.nout].c;
-	buf = malloc(len ? len : 1);
-	CHECK(buf != NULL);
-	got = virtq_chain_read(c, off, buf, len);
-	want = off >= c->readable_len ? 0 : c->readable_len - off;
-	if (want > len)
-		want = len;
-	CHECK(got == want);
-	/* Byte b of the readable part is in the piece whose span covers it. */
-	for (i = 0; i < c->nr_readable && got != 0; i++) {
-		const uint8_t *p = c->pieces[i].addr;
-		uint32_t j;
-
-		for (j = 0; j < c->pieces[i].len; j++, pos++)
-			if (pos >= off && pos - off < got)
-				CHECK(buf[pos - off] == p[j]);
-	}
-	free(buf);
-}
-
-static bool in_writable(const struct virtq_chain *c, const uint8_t *a)
-{
-	unsigned int i;
-
-	for (i = c->nr_readable; i < c->nr_pieces; i++) {
-		const uint8_t *p = c->pieces[i].addr;
-
-		if (a >= p && a < p + c->pieces[i].len)
-			return true;
-	}
-	return false;
-}
-
-static void do_chain_write(struct input *in)
-{
-	uint8_t k = in_u8(in), v = in_u8(in);
-	uint16_t off = in_u16(in), len = in_u16(in);
-	const struct virtq_chain *c;
-	uint32_t got, want, i;
-	uint8_t *buf;
-	uint64_t j;
-
-	if (F.nout == 0)
-		return;
-	c = &F.out[k % F.nout].c;
-	buf = malloc(len ? len : 1);
-	CHECK(buf != NULL);
-	for (i = 0; i < len; i++)
-		buf[i] = (uint8_t)(v + i);
-	got = virtq_chain_write(c, off, buf, len);
-	want = off >= c->writable_len ? 0 : c->writable_len - off;
-	if (want > len)
-		want = len;
-	CHECK(got == want);
-	free(buf);
-	/* The device may change guest memory only inside this chain's writable pieces. */
-	for (i = 0; i < F.nreg; i++) {
-		struct fregion *r = &F.reg[i];
-
-		for (j = 0; j < r->size; j++) {
-			if (r->buf[j] == r->shadow[j])
-				continue;
-			CHECK(in_writable(c, &r->buf[j]));
-			r->shadow[j] = r->buf[j];
-		}
-	}
+	if (write)
+		check_chain_write(&F.g, &F.out[k % F.nout].c, in);
+	else
+		check_chain_read(&F.out[k % F.nout].c, in);
 }
 
 enum {
@@ -687,13 +438,13 @@ static void run_op(struct input *in)
 		gpa = GPA_BASE + in_u16(in);
 		in_desc(in, &d);
 		for (i = 0; i < sizeof(d); i++)
-			guest_poke(gpa + i, ((uint8_t *)&d)[i]);
+			fguest_poke(&F.g, gpa + i, ((uint8_t *)&d)[i]);
 		break;
 	case OP_SET_MEM:
 		gpa = GPA_BASE + in_u16(in);
 		n = in_u8(in);
 		for (i = 0; i < n; i++)
-			guest_poke(gpa + i, in_u8(in));
+			fguest_poke(&F.g, gpa + i, in_u8(in));
 		break;
 	case OP_POST:
 		guest_post(in_u16(in));
@@ -749,10 +500,10 @@ static void run_op(struct input *in)
 		do_should_notify();
 		break;
 	case OP_READ:
-		do_chain_read(in);
+		do_chain_io(in, false);
 		break;
 	case OP_WRITE:
-		do_chain_write(in);
+		do_chain_io(in, true);
 		break;
 	case OP_NO_KICKS:
 		no_kicks();
@@ -779,73 +530,42 @@ static void run_op(struct input *in)
 	}
 }
 
-static void *xzalloc(size_t align, size_t len)
-{
-	void *p = aligned_alloc(align, (len + align - 1) / align * align);
-
-	CHECK(p != NULL);
-	memset(p, 0, len);
-	return p;
-}
-
-static void *xdup(const void *src, size_t len)
-{
-	void *p = malloc(len);
-
-	CHECK(p != NULL);
-	memcpy(p, src, len);
-	return p;
-}
-
 static void setup(struct input *in)
 {
-	struct guest_mem_region gr[2];
-	uint8_t cfg = in_u8(in), qlog = in_u8(in), r0_off = in_u8(in);
-	uint16_t r0_size = in_u16(in), r1_size = in_u16(in);
-	uint8_t gap = in_u8(in);
-	uint16_t avail0 = in_u16(in), used0 = in_u16(in);
-	uint8_t burst = in_u8(in), seed = in_u8(in);
+	uint8_t cfg = in_u8(in), qlog = in_u8(in);
+	struct fguest_layout l = {
+		.two = cfg & 4, .second_first = cfg & 8, .r0_off = in_u8(in),
+	};
+	uint16_t avail0, used0;
+	uint8_t burst;
 	uint64_t features = 0;
-	unsigned int i;
-	size_t j;
+
+	l.r0_size = in_u16(in);
+	l.r1_size = in_u16(in);
+	l.gap = in_u8(in);
+	avail0 = in_u16(in);
+	used0 = in_u16(in);
+	burst = in_u8(in);
+	l.seed = in_u8(in);
 
 	memset(&F, 0, offsetof(struct fuzz, out));
 	F.size = 1u << (qlog % 12);
 	F.burst = 1 + burst % 128;
 	F.event_idx = cfg & 1;
 	F.indirect = cfg & 2;
-	F.nreg = cfg & 4 ? 2 : 1;
-	F.reg[0].gpa = GPA_BASE + 16ull * r0_off;
-	F.reg[0].size = 1 + r0_size % REGION_MAX;
-	F.reg[1].gpa = F.reg[0].gpa + F.reg[0].size + 16ull * gap;
-	F.reg[1].size = 1 + r1_size % REGION_MAX;
-	for (i = 0; i < F.nreg; i++) {
-		struct fregion *r = &F.reg[i];
-		unsigned int k = cfg & 8 ? F.nreg - 1 - i : i;
-
-		/* Exact size: a byte past the end is an ASan report. */
-		r->buf = malloc(r->size);
-		CHECK(r->buf != NULL);
-		for (j = 0; j < r->size; j++)
-			r->buf[j] = (uint8_t)(seed + j * 7 + i);
-		r->shadow = xdup(r->buf, r->size);
-		gr[k].gpa = r->gpa;
-		gr[k].size = r->size;
-		gr[k].hva = (uintptr_t)r->buf;
-	}
-	CHECK(guest_mem_init(&F.mem, gr, F.nreg) == 0);
+	fguest_init(&F.g, &l);
 
 	F.desc_bytes = sizeof(struct vring_desc) * F.size;
 	F.avail_bytes = sizeof(uint16_t) * (3 + F.size);
 	F.used_bytes = 4 + sizeof(struct vring_used_elem) * F.size + 2;
-	F.desc = xzalloc(16, F.desc_bytes);
-	F.avail = xzalloc(2, F.avail_bytes);
-	F.used = xzalloc(4, F.used_bytes);
+	F.desc = fuzz_xzalloc(16, F.desc_bytes);
+	F.avail = fuzz_xzalloc(2, F.avail_bytes);
+	F.used = fuzz_xzalloc(4, F.used_bytes);
 	F.avail->idx = htole16(avail0);
 	F.used->idx = htole16(used0);
-	F.desc_shadow = xdup(F.desc, F.desc_bytes);
-	F.avail_shadow = xdup(F.avail, F.avail_bytes);
-	F.used_model = xdup(F.used, F.used_bytes);
+	F.desc_shadow = fuzz_xdup(F.desc, F.desc_bytes);
+	F.avail_shadow = fuzz_xdup(F.avail, F.avail_bytes);
+	F.used_model = fuzz_xdup(F.used, F.used_bytes);
 	F.avail_idx = avail0;
 	F.last_avail = avail0;
 	F.last_used = used0;
@@ -856,7 +576,7 @@ static void setup(struct input *in)
 		features |= 1ull << VIRTIO_RING_F_EVENT_IDX;
 	if (F.indirect)
 		features |= 1ull << VIRTIO_RING_F_INDIRECT_DESC;
-	CHECK(virtq_split_init(&F.vq, &F.mem, F.desc, F.avail, F.used, F.size, avail0, used0,
+	CHECK(virtq_split_init(&F.vq, &F.g.mem, F.desc, F.avail, F.used, F.size, avail0, used0,
 			features) == 0);
 	if (cfg & 16) {
 		F.per_entry = true;
@@ -868,12 +588,7 @@ static void setup(struct input *in)
 
 static void teardown(void)
 {
-	unsigned int i;
-
-	for (i = 0; i < F.nreg; i++) {
-		free(F.reg[i].buf);
-		free(F.reg[i].shadow);
-	}
+	fguest_fini(&F.g);
 	free(F.desc);
 	free(F.desc_shadow);
 	free(F.avail);

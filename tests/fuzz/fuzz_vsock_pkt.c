@@ -26,20 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_input.h"
 #include "vsock_pkt.h"
-
-#define CHECK(c) do {							\
-	if (!(c)) {							\
-		fprintf(stderr, "%s:%d: invariant failed: %s\n",	\
-			__FILE__, __LINE__, #c);			\
-		abort();						\
-	}								\
-} while (0)
-
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
 
 static uint64_t in_le(struct input *in, unsigned int bytes)
 {
