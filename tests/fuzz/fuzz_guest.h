@@ -68,6 +68,17 @@ static inline void *fuzz_xdup(const void *src, size_t len)
 	return p;
 }
 
+/* The layout's fields from r0_off to gap, in that order (the seed comes later). */
+static inline void fguest_layout_in(struct fguest_layout *l, struct input *in, uint8_t cfg)
+{
+	l->two = cfg & 4;
+	l->second_first = cfg & 8;
+	l->r0_off = in_u8(in);
+	l->r0_size = in_u16(in);
+	l->r1_size = in_u16(in);
+	l->gap = in_u8(in);
+}
+
 static inline void fguest_init(struct fguest *g, const struct fguest_layout *l)
 {
 	struct guest_mem_region gr[2];
@@ -329,6 +340,110 @@ static inline void check_chain_write(struct fguest *g, const struct virtq_chain 
 			r->shadow[j] = r->buf[j];
 		}
 	}
+}
+
+/* Chains handed out and not yet completed or given back, oldest first. */
+#define MAX_OUT		512
+
+struct outstanding {
+	uint32_t batch;		/* its dequeue */
+	uint16_t pos;		/* index within its dequeue */
+	uint16_t start;		/* packed: its ring position */
+	struct virtq_chain c;
+};
+
+struct outlist {
+	uint32_t batch;		/* dequeues so far */
+	uint16_t unget_max;	/* chains of the latest dequeue unget may still give back */
+	unsigned int nout;
+	struct outstanding out[MAX_OUT];
+};
+
+/* A new dequeue of @p got chains: the latest for unget from now on. */
+static inline void outlist_dequeued(struct outlist *l, uint16_t got)
+{
+	l->unget_max = got;
+	l->batch++;
+}
+
+static inline struct outstanding *outlist_add(struct outlist *l, const struct virtq_chain *c,
+		uint16_t pos)
+{
+	struct outstanding *o = &l->out[l->nout++];
+
+	o->batch = l->batch;
+	o->pos = pos;
+	o->c = *c;
+	return o;
+}
+
+static inline void outlist_del(struct outlist *l, struct outstanding *o)
+{
+	memmove(o, o + 1, (size_t)(&l->out[l->nout] - (o + 1)) * sizeof(*o));
+	l->nout--;
+}
+
+/*
+ * What to ask unget for when the input says @p n, and what it must give back (*@p want):
+ * only the last chains of the latest dequeue, still outstanding, may go back (the caller's
+ * side of the contract).
+ */
+static inline uint16_t outlist_unget_ask(const struct outlist *l, uint16_t n, uint16_t *want)
+{
+	uint16_t run = 0;
+
+	while (run < l->nout && run < l->unget_max) {
+		const struct outstanding *o = &l->out[l->nout - 1 - run];
+
+		if (o->batch != l->batch || o->pos != l->unget_max - 1 - run)
+			break;
+		run++;
+	}
+	if (run < l->unget_max && n > run)
+		n = run;
+	*want = n < l->unget_max ? n : l->unget_max;
+	return n;
+}
+
+/* unget gave back @p got chains: the newest outstanding ones. */
+static inline void outlist_ungot(struct outlist *l, uint16_t got)
+{
+	l->nout -= got;
+	l->unget_max -= got;
+}
+
+/* A read or a write of one outstanding chain, the input picks which. */
+static inline void outlist_chain_io(struct fguest *g, struct outlist *l, struct input *in,
+		bool write)
+{
+	uint8_t k = in_u8(in);
+
+	if (l->nout == 0)
+		return;
+	if (write)
+		check_chain_write(g, &l->out[k % l->nout].c, in);
+	else
+		check_chain_read(&l->out[k % l->nout].c, in);
+}
+
+/*
+ * A should_notify() decision in the model: none when nothing was published since the last
+ * one (false), else counted, @p yes or no, and the count of what was published restarted.
+ */
+static inline bool notify_decided(struct virtq_stats *s, bool *valid, uint64_t *since,
+		bool yes)
+{
+	if (*valid && *since == 0) {
+		s->notify_no++;
+		return false;
+	}
+	*valid = true;
+	*since = 0;
+	if (yes)
+		s->notify_yes++;
+	else
+		s->notify_no++;
+	return true;
 }
 
 /* The error counters of a queue: one breakage at most, counted once, with a known name. */

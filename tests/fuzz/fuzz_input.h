@@ -45,4 +45,17 @@ static inline uint32_t in_u32(struct input *in)
 	return lo | (uint32_t)in_u16(in) << 16;
 }
 
+/* An input's operations, each followed by the model's checks, at most @p max of them. */
+static inline void fuzz_run(struct input *in, unsigned int max, void (*op)(struct input *in),
+		void (*check)(void))
+{
+	unsigned int n;
+
+	check();
+	for (n = 0; n < max && in->n != 0; n++) {
+		op(in);
+		check();
+	}
+}
+
 #endif /* FUZZ_INPUT_H */

@@ -40,14 +40,6 @@
 #include "virtq_split.h"
 
 #define MAX_OPS		1024
-#define MAX_OUT		512
-
-/* A chain handed out and not yet completed or given back. */
-struct outstanding {
-	uint32_t batch;
-	uint16_t pos;		/* index within its dequeue */
-	struct virtq_chain c;
-};
 
 struct fuzz {
 	struct virtq vq;
@@ -69,7 +61,6 @@ struct fuzz {
 	/* Model of the engine's state. */
 	uint16_t last_avail;
 	uint16_t last_used;
-	uint16_t unget_max;
 	uint16_t shadow_cap;
 	bool per_entry;
 	bool broken;
@@ -81,9 +72,7 @@ struct fuzz {
 	struct vring_used_elem pending[VIRTQ_SHADOW_MAX];
 	struct virtq_stats stats;
 
-	uint32_t batch;
-	unsigned int nout;
-	struct outstanding out[MAX_OUT];
+	struct outlist ol;
 };
 
 static struct fuzz F;
@@ -224,8 +213,8 @@ static void do_dequeue(uint16_t max)
 	struct virtq_chain *chains;
 	bool expect_broken = F.broken;
 
-	if (max > MAX_OUT - F.nout)
-		max = MAX_OUT - F.nout;
+	if (max > MAX_OUT - F.ol.nout)
+		max = MAX_OUT - F.ol.nout;
 	/* Exactly max entries: a write past them is an ASan report. */
 	chains = malloc(sizeof(*chains) * (max ? max : 1));
 	CHECK(chains != NULL);
@@ -252,16 +241,12 @@ static void do_dequeue(uint16_t max)
 	}
 	CHECK(got == want);
 	F.broken = expect_broken;
-	F.unget_max = got;
-	F.batch++;
+	outlist_dequeued(&F.ol, got);
 	for (i = 0; i < got; i++) {
 		uint16_t slot = (F.last_avail + i) & (F.size - 1);
-		struct outstanding *o = &F.out[F.nout++];
 
 		check_chain(&chains[i], le16toh(F.avail->ring[slot]));
-		o->batch = F.batch;
-		o->pos = i;
-		o->c = chains[i];
+		outlist_add(&F.ol, &chains[i], i);
 	}
 	F.last_avail += got;
 	F.stats.dequeued += got;
@@ -289,33 +274,20 @@ static void do_complete(struct input *in)
 	uint32_t raw = mode & 1 ? in_u32(in) : 0;
 	struct outstanding *o;
 
-	if (F.nout == 0)
+	if (F.ol.nout == 0)
 		return;
-	o = &F.out[k % F.nout];
+	o = &F.ol.out[k % F.ol.nout];
 	complete_one(o->c.head, mode & 1 ? raw : o->c.writable_len, 1);
-	memmove(o, o + 1, (size_t)(&F.out[F.nout] - (o + 1)) * sizeof(*o));
-	F.nout--;
+	outlist_del(&F.ol, o);
 }
 
 static void do_unget(uint8_t n)
 {
-	uint16_t run = 0, want, got;
+	uint16_t want, got;
 
-	/* Only the last chains of the latest dequeue, still outstanding, may go back. */
-	while (run < F.nout && run < F.unget_max) {
-		const struct outstanding *o = &F.out[F.nout - 1 - run];
-
-		if (o->batch != F.batch || o->pos != F.unget_max - 1 - run)
-			break;
-		run++;
-	}
-	if (run < F.unget_max && n > run)
-		n = run;
-	want = n < F.unget_max ? n : F.unget_max;
-	got = virtq_split_unget(&F.vq, n);
+	got = virtq_split_unget(&F.vq, outlist_unget_ask(&F.ol, n, &want));
 	CHECK(got == want);
-	F.nout -= got;
-	F.unget_max -= got;
+	outlist_ungot(&F.ol, got);
 	F.last_avail -= got;
 	F.stats.ungot += got;
 }
@@ -335,30 +307,8 @@ static void do_should_notify(void)
 		want = !(le16toh(F.avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
 	}
 	CHECK(got == want);
-	if (F.signalled_valid && F.since_signal == 0) {
-		F.stats.notify_no++;
-		return;
-	}
-	F.signalled = F.last_used;
-	F.signalled_valid = true;
-	F.since_signal = 0;
-	if (want)
-		F.stats.notify_yes++;
-	else
-		F.stats.notify_no++;
-}
-
-/* A read or a write of one outstanding chain, the input picks which. */
-static void do_chain_io(struct input *in, bool write)
-{
-	uint8_t k = in_u8(in);
-
-	if (F.nout == 0)
-		return;
-	if (write)
-		check_chain_write(&F.g, &F.out[k % F.nout].c, in);
-	else
-		check_chain_read(&F.out[k % F.nout].c, in);
+	if (notify_decided(&F.stats, &F.signalled_valid, &F.since_signal, want))
+		F.signalled = F.last_used;
 }
 
 enum {
@@ -415,12 +365,13 @@ static void guest_post(uint16_t head)
 
 static void run_op(struct input *in)
 {
+	unsigned int op = in_u8(in) % OP_MAX;
 	struct vring_desc d;
 	uint16_t u, i;
 	uint8_t n, step;
 	uint64_t gpa;
 
-	switch (in_u8(in) % OP_MAX) {
+	switch (op) {
 	case OP_SET_DESC:
 		u = in_u16(in) & (F.size - 1);
 		in_desc(in, &d);
@@ -477,7 +428,7 @@ static void run_op(struct input *in)
 		do_complete(in);
 		break;
 	case OP_COMPLETE_ALL:
-		while (F.nout != 0) {
+		while (F.ol.nout != 0) {
 			static const uint8_t first[2] = { 0, 0 };
 			struct input z = { first, sizeof(first) };
 
@@ -500,10 +451,8 @@ static void run_op(struct input *in)
 		do_should_notify();
 		break;
 	case OP_READ:
-		do_chain_io(in, false);
-		break;
 	case OP_WRITE:
-		do_chain_io(in, true);
+		outlist_chain_io(&F.g, &F.ol, in, op == OP_WRITE);
 		break;
 	case OP_NO_KICKS:
 		no_kicks();
@@ -518,9 +467,9 @@ static void run_op(struct input *in)
 		if (u > F.repeat_budget)
 			u = F.repeat_budget;
 		F.repeat_budget -= u;
-		if (F.nout != 0)
-			complete_one(F.out[n % F.nout].c.head, F.out[n % F.nout].c.writable_len,
-					u);
+		if (F.ol.nout != 0)
+			complete_one(F.ol.out[n % F.ol.nout].c.head,
+					F.ol.out[n % F.ol.nout].c.writable_len, u);
 		break;
 	case OP_PER_ENTRY:
 		F.per_entry = in_u8(in) & 1;
@@ -533,22 +482,18 @@ static void run_op(struct input *in)
 static void setup(struct input *in)
 {
 	uint8_t cfg = in_u8(in), qlog = in_u8(in);
-	struct fguest_layout l = {
-		.two = cfg & 4, .second_first = cfg & 8, .r0_off = in_u8(in),
-	};
+	struct fguest_layout l;
 	uint16_t avail0, used0;
 	uint8_t burst;
 	uint64_t features = 0;
 
-	l.r0_size = in_u16(in);
-	l.r1_size = in_u16(in);
-	l.gap = in_u8(in);
+	fguest_layout_in(&l, in, cfg);
 	avail0 = in_u16(in);
 	used0 = in_u16(in);
 	burst = in_u8(in);
 	l.seed = in_u8(in);
 
-	memset(&F, 0, offsetof(struct fuzz, out));
+	memset(&F, 0, offsetof(struct fuzz, ol.out));
 	F.size = 1u << (qlog % 12);
 	F.burst = 1 + burst % 128;
 	F.event_idx = cfg & 1;
@@ -602,14 +547,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct input in = { data, size };
-	unsigned int ops;
 
 	setup(&in);
-	check_state();
-	for (ops = 0; ops < MAX_OPS && in.n != 0; ops++) {
-		run_op(&in);
-		check_state();
-	}
+	fuzz_run(&in, MAX_OPS, run_op, check_state);
 	teardown();
 	return 0;
 }

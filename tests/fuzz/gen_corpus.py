@@ -110,6 +110,97 @@ def virtq_seeds():
     yield 'zero-len', s
 
 
+# fuzz_virtq_packed.c opcodes, in enum order.
+(P_SET_DESC, P_POST, P_POST_RAW, P_POST_RUN, P_DRV_POS, P_SET_MEM_DESC, P_SET_MEM,
+ P_DRIVER_EVENT, P_DEQUEUE, P_COMPLETE, P_COMPLETE_ALL, P_COMPLETE_BAD, P_UNGET, P_FLUSH,
+ P_NOTIFY, P_READ, P_WRITE, P_KICKS, P_PER_ENTRY, P_PENDING, P_CYCLE) = range(21)
+WRAP = 0x8000
+EV_ENABLE, EV_DISABLE, EV_DESC = 0, 1, 2
+
+
+def pq_header(cfg, size, r0_size, r1_size=1, gap=0, avail0=WRAP, used0=WRAP, burst=31,
+              r0_off=0, seed=1):
+    return struct.pack('<BHBHHBHHBB', cfg, size - 1, r0_off, r0_size - 1, r1_size - 1, gap,
+                       avail0, used0, burst, seed)
+
+
+def pdesc(addr, length, flags=0, ident=0, mode=0):
+    """A packed descriptor as the target reads it; flags bit0 flips the chain's own NEXT."""
+    return struct.pack('<BHHBB', mode, addr, length, flags, ident)
+
+
+def post(*descs):
+    return struct.pack('<BB', P_POST, len(descs) - 1) + b''.join(descs)
+
+
+def packed_seeds():
+    # Header and payload buffer in one chain, read, written, completed, published.
+    yield 'basic', (pq_header(0, 16, 4096) +
+                    post(pdesc(0x100, 44), pdesc(0x200, 100, WRITEF, ident=5)) +
+                    op(P_DEQUEUE, 'B', 0xff) + op(P_READ, 'BHH', 0, 0, 44) +
+                    op(P_WRITE, 'BBHH', 0, 7, 0, 100) + op(P_COMPLETE, 'BB', 0, 0) +
+                    op(P_FLUSH) + op(P_NOTIFY) + op(P_PENDING))
+    # A ring of 3 (not a power of two) from its last slot: chains wrap, unget, the
+    # driver's event on a descriptor of the next lap, then laps of the ring.
+    s = pq_header(EVENT_IDX | TWO_REGIONS, 3, 512, 512, avail0=WRAP | 2, used0=WRAP | 2)
+    for i in range(3):
+        s += post(pdesc(0x1c0 + i * 0x10, 0x80, WRITEF, ident=i))
+    s += (op(P_DEQUEUE, 'B', 0xff) + op(P_UNGET, 'B', 2) + op(P_DEQUEUE, 'B', 0xff) +
+          op(P_DRIVER_EVENT, 'BH', EV_DESC, 0) + op(P_COMPLETE_ALL) + op(P_FLUSH) +
+          op(P_NOTIFY) + op(P_NOTIFY) + op(P_CYCLE, 'H', 10) + op(P_NOTIFY))
+    yield 'wrap-two-regions', s
+    # An indirect table straddling the two regions.
+    s = pq_header(INDIRECT | TWO_REGIONS, 8, 256, 256)
+    s += op(P_SET_MEM_DESC, 'H', 0xf0) + pdesc(0x10, 44)
+    s += op(P_SET_MEM_DESC, 'H', 0x100) + pdesc(0x40, 60)
+    s += op(P_SET_MEM_DESC, 'H', 0x110) + pdesc(0x180, 100, WRITEF)
+    s += post(pdesc(0xf0, 48, INDIR, ident=3))
+    s += (op(P_DEQUEUE, 'B', 1) + op(P_READ, 'BHH', 0, 10, 80) + op(P_COMPLETE, 'BB', 0, 0) +
+          op(P_FLUSH))
+    yield 'indirect', s
+    # A chain whose NEXT leads to a descriptor the driver has not made available (USED
+    # set): broken, and it stays so.
+    yield 'chain-avail', (pq_header(0, 4, 256) + post(pdesc(0, 8), pdesc(8, 8)) +
+                          op(P_SET_DESC, 'HB', 1, 1) + pdesc(8, 8, 16) +
+                          op(P_DEQUEUE, 'B', 0xff) + op(P_DEQUEUE, 'B', 0xff) +
+                          op(P_PENDING))
+    # The driver posts a fifth chain into a ring of 4 whose chains are all out.
+    s = pq_header(0, 4, 256)
+    for i in range(5):
+        s += post(pdesc(i * 16, 16, WRITEF, ident=i % 4))
+        s += op(P_DEQUEUE, 'B', 0xff)
+    yield 'overrun', s
+    # Per-entry publication, kicks off, bad completions, a no-interrupt driver.
+    s = pq_header(PER_ENTRY_CFG | NO_KICKS_CFG | EVENT_IDX, 32, 2048)
+    s += op(P_POST_RUN, 'BBBBHH', 3, 0, 1, WRITEF, 0x400, 16)
+    s += (op(P_DEQUEUE, 'B', 2) + op(P_COMPLETE, 'BBI', 1, 1, 5) +
+          op(P_COMPLETE_BAD, 'BHI', 0, 3, 1) + op(P_COMPLETE_BAD, 'BHI', 1, 0, 1) +
+          op(P_COMPLETE_BAD, 'BHI', 2, 7, 1) + op(P_NOTIFY) + op(P_PER_ENTRY, 'B', 0) +
+          op(P_DRIVER_EVENT, 'BH', EV_DISABLE, 0) + op(P_KICKS, 'B', 0) +
+          op(P_DEQUEUE, 'B', 0xff) + op(P_COMPLETE_ALL) + op(P_FLUSH) + op(P_NOTIFY))
+    yield 'per-entry', s
+    # Laps of a ring of 2 between two decisions, with the driver's event on one of them.
+    yield 'notify-laps', (pq_header(EVENT_IDX, 2, 64) +
+                          op(P_DRIVER_EVENT, 'BH', EV_DESC, WRAP | 1) +
+                          op(P_CYCLE, 'H', 1) + op(P_NOTIFY) + op(P_CYCLE, 'H', 5) +
+                          op(P_NOTIFY) + op(P_CYCLE, 'H', 4) + op(P_NOTIFY))
+    # Resumed with more descriptors out than the ring has: the next chain breaks it.
+    yield 'resume-overrun', (pq_header(0, 4, 64, avail0=1, used0=WRAP) +
+                             post(pdesc(0, 8, WRITEF)) + op(P_DEQUEUE, 'B', 0xff))
+    # Empty descriptors: first, in the middle, last, in an indirect table, a chain of
+    # nothing else.
+    s = pq_header(INDIRECT, 16, 4096)
+    s += post(pdesc(0x800, 0), pdesc(0x100, 44), pdesc(0x200, 100, WRITEF, ident=1))
+    s += op(P_SET_MEM_DESC, 'H', 0x300) + pdesc(0x100, 44)
+    s += op(P_SET_MEM_DESC, 'H', 0x310) + pdesc(0x800, 0)
+    s += op(P_SET_MEM_DESC, 'H', 0x320) + pdesc(0x200, 100, WRITEF)
+    s += post(pdesc(0x300, 48, INDIR, ident=2))
+    s += post(pdesc(0x800, 0), pdesc(0x800, 0, ident=4))
+    s += (op(P_DEQUEUE, 'B', 0xff) + op(P_READ, 'BHH', 0, 10, 40) +
+          op(P_WRITE, 'BBHH', 1, 9, 0, 80) + op(P_COMPLETE_ALL) + op(P_FLUSH) + op(P_NOTIFY))
+    yield 'zero-len', s
+
+
 def vsock_hdr(src, dst, sport, dport, length, typ, opc, flags=0, buf_alloc=65536, fwd=0):
     return struct.pack('<QQIIIHHIII', src, dst, sport, dport, length, typ, opc, flags,
                        buf_alloc, fwd)
@@ -133,7 +224,8 @@ def vsock_seeds():
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, 'corpus')
-    for target, seeds in (('virtq', virtq_seeds()), ('vsock_pkt', vsock_seeds())):
+    for target, seeds in (('virtq', virtq_seeds()), ('virtq_packed', packed_seeds()),
+                          ('vsock_pkt', vsock_seeds())):
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds:
