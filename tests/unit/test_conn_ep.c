@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * conn_ep: the protocol against a fake endpoint, no socket and no pipe. This program links
- * the protocol room without the endpoint room and implements the endpoint facade (ep.h)
- * itself: each host end is a pair of byte buffers with a capacity, its events are whatever
+ * the protocol room without the endpoint room and with the fake one of tests/common/fake_ep.c
+ * instead: each host end is a pair of byte buffers with a capacity, its events are whatever
  * the test says. What is checked is the protocol's side of the seam: the bytes the endpoint
  * is handed and in which order, fwd_cnt and credit as the endpoint takes them, states and
  * replies to the guest for each event an endpoint can report.
@@ -20,357 +20,14 @@
 #include "conn.h"
 #include "conn_guest.h"
 #include "ep.h"
+#include "fake_ep.h"
 #include "tap.h"
 
 #define BUF_ALLOC (64 * 1024)
-#define ENDS 8
-#define SIDE (256 * 1024)
+#define SIDE FAKE_SIDE
 
-/* One host end behind a struct ep (its fd, or its ring pointer, is the index + 1). */
-struct fake_end {
-	bool used, polled, closed, clean, reset, established;
-	bool shut_wr, shut_rd;
-	uint32_t port;			/* what ep_connect() was asked for */
-	uint64_t token;
-	uint8_t to_host[SIDE];		/* what the end took from us */
-	size_t taken;
-	unsigned int writes;		/* ep_writev() calls that reached it */
-	size_t room;			/* what it takes before it is full */
-	int fail;			/* the error of its next write */
-	uint8_t to_guest[SIDE];		/* what it has for the guest */
-	size_t offered, read;
-	unsigned int reads;		/* ep_readv() calls that reached it */
-	int rfail;			/* the error of its next ep_readv() */
-	bool eof;			/* nothing after what it offered */
-	uint16_t far;			/* polled: events its far side gives */
-};
-
-static struct fake_end ends[ENDS];
-static int next_connect = 0;		/* ep_connect(): 0 open, 1 pending, < 0 refused */
-static uint8_t next_caps;		/* ep_connect(): a socket-like end's caps */
-static struct ep_event queued[16];
-static int nb_queued;
-/* ep_accept_incoming(): a connection another guest opened to ours, taken once. */
-static bool incoming_offered;
-static struct ep_addr incoming_addr;
 static struct rte_mempool *pool;
 static struct rte_ring *route_to;
-
-static struct fake_end *end_of(const struct ep *e)
-{
-	int i = e->kind == EP_PIPE ? (int)(uintptr_t)e->pipe - 1 : e->fd - 1;
-
-	return i >= 0 && i < ENDS ? &ends[i] : NULL;
-}
-
-static int end_new(struct ep *e, bool polled)
-{
-	int i;
-
-	for (i = 0; i < ENDS; i++)
-		if (!ends[i].used)
-			break;
-	if (i == ENDS)
-		return -ENFILE;
-	memset(&ends[i], 0, sizeof(ends[i]));
-	ends[i].used = true;
-	ends[i].polled = polled;
-	ends[i].room = SIDE;
-	ep_init(e);
-	if (polled) {
-		e->kind = EP_PIPE;
-		e->caps = EP_CAP_POLLED;
-		e->pipe = (struct ep_pipe *)(uintptr_t)(i + 1);
-	} else {
-		e->kind = EP_SOCK;
-		e->caps = next_caps;
-		e->fd = i + 1;
-	}
-	e->ev = EP_READABLE | EP_WRITABLE;
-	return i;
-}
-
-/* ---- the facade, faked ---- */
-
-int ep_host_init(struct ep_host *h, const char *uds_path, int listen_fd,
-		 struct rte_ring *incoming, struct ep_waker *waker)
-{
-	(void)uds_path;
-	(void)incoming;
-	(void)waker;
-	h->listen_fd = listen_fd;
-	h->epfd = -1;
-	return 0;
-}
-
-void ep_host_fini(struct ep_host *h)
-{
-	(void)h;
-}
-
-void ep_host_refuse_incoming(struct ep_host *h)
-{
-	(void)h;
-}
-
-int ep_host_events(struct ep_host *h, struct ep_event *out, int max)
-{
-	int n = RTE_MIN(max, nb_queued);
-
-	(void)h;
-	memcpy(out, queued, sizeof(*out) * (size_t)n);
-	nb_queued = 0;
-	return n;
-}
-
-int ep_connect(struct ep_host *h, struct ep *e, uint64_t token, const struct ep_addr *a,
-	       struct rte_ring *to)
-{
-	int i, ret = next_connect;
-
-	(void)h;
-	if (ret < 0)
-		return ret;
-	i = end_new(e, to != NULL);
-	if (i < 0)
-		return i;
-	ends[i].port = a->dst_port;
-	ends[i].token = token;
-	return to ? 1 : 0;
-}
-
-int ep_accept_listener(struct ep_host *h, struct ep *e)
-{
-	(void)h;
-	(void)e;
-	return -EAGAIN;
-}
-
-int ep_accept_incoming(struct ep_host *h, struct ep *e, struct ep_addr *a)
-{
-	int i;
-
-	(void)h;
-	if (!incoming_offered)
-		return -EAGAIN;
-	i = end_new(e, true);
-	if (i < 0)
-		return i;
-	incoming_offered = false;
-	*a = incoming_addr;
-	ends[i].port = a->dst_port;
-	return 0;
-}
-
-int ep_register(struct ep_host *h, struct ep *e, uint64_t token)
-{
-	(void)h;
-	end_of(e)->token = token;
-	return 0;
-}
-
-int ep_handshake(struct ep *e, uint32_t *port, const char **early, uint32_t *early_len)
-{
-	(void)e;
-	(void)port;
-	(void)early;
-	(void)early_len;
-	return -EPROTO;
-}
-
-int ep_established(struct ep *e, uint32_t host_port)
-{
-	(void)host_port;
-	end_of(e)->established = true;
-	return 0;
-}
-
-void ep_shutdown(struct ep *e, int how)
-{
-	struct fake_end *f = end_of(e);
-
-	if (how == SHUT_WR)
-		f->shut_wr = true;
-	else
-		f->shut_rd = true;
-	e->ev |= how == SHUT_WR ? EP_WR_SHUT : EP_RD_SHUT;
-}
-
-void ep_reset(struct ep *e)
-{
-	end_of(e)->reset = true;
-}
-
-void ep_close(struct ep *e, bool clean, uint32_t *held)
-{
-	struct fake_end *f = end_of(e);
-
-	(void)held;
-	f->closed = true;
-	f->clean = clean;
-	f->used = false;
-	e->kind = EP_NONE;
-	e->fd = -1;
-	e->pipe = NULL;
-}
-
-/* What the end takes of @p len bytes now; clears EP_WRITABLE when it took less. */
-static size_t end_take(struct ep *e, size_t len)
-{
-	struct fake_end *f = end_of(e);
-	size_t n = RTE_MIN(len, f->room);
-
-	f->room -= n;
-	if (n < len)
-		e->ev &= ~EP_WRITABLE;
-	return n;
-}
-
-ssize_t ep_sock_writev(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
-{
-	struct fake_end *f = end_of(e);
-	size_t take, left;
-	unsigned int i;
-
-	if (f->fail)
-		return f->fail;
-	f->writes++;
-	take = end_take(e, len);
-	for (i = 0, left = take; i < n && left; i++) {
-		size_t l = RTE_MIN(iov[i].iov_len, left);
-
-		memcpy(f->to_host + f->taken, iov[i].iov_base, l);
-		f->taken += l;
-		left -= l;
-	}
-	return (ssize_t)take;
-}
-
-/* Queued bytes to the end, as far as it takes them. */
-static int end_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved)
-{
-	struct fake_end *f = end_of(e);
-	size_t take;
-	struct rte_mbuf *m;
-
-	if (f->fail)
-		return f->fail;
-	take = end_take(e, q->bytes);
-	*moved = (uint32_t)take;
-	for (m = q->head; m && take; m = m->next) {
-		size_t l = RTE_MIN((size_t)m->data_len, take);
-
-		memcpy(f->to_host + f->taken, rte_pktmbuf_mtod(m, void *), l);
-		f->taken += l;
-		take -= l;
-	}
-	mq_consume(q, *moved, held);
-	return 0;
-}
-
-int ep_sock_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held, uint32_t *moved)
-{
-	(void)io;
-	return end_send(e, q, held, moved);
-}
-
-/* A polled end takes mbufs only, as a SEQPACKET pipe: the protocol queues for it. */
-ssize_t ep_pipe_writev(struct ep *e, struct ep_io *io, const struct iovec *iov, unsigned int n,
-		       size_t len, uint32_t *held, uint32_t max_mbufs)
-{
-	RTE_SET_USED(e);
-	RTE_SET_USED(io);
-	RTE_SET_USED(iov);
-	RTE_SET_USED(n);
-	RTE_SET_USED(len);
-	RTE_SET_USED(held);
-	RTE_SET_USED(max_mbufs);
-	return 0;
-}
-
-int ep_pipe_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved)
-{
-	return end_send(e, q, held, moved);
-}
-
-/* What the end offered into @p q: at most @p want bytes in @p max_mbufs mbufs. */
-static ssize_t end_recv(struct ep *e, struct mq *q, uint32_t *held, uint32_t want,
-			uint32_t max_mbufs)
-{
-	struct fake_end *f = end_of(e);
-	uint32_t room = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
-	size_t n = 0;
-
-	while (n < want && max_mbufs && f->read < f->offered) {
-		struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
-		uint32_t l = (uint32_t)RTE_MIN(RTE_MIN((size_t)room, f->offered - f->read),
-					       (size_t)want - n);
-
-		if (!m)
-			return n ? (ssize_t)n : -ENOBUFS;
-		memcpy(rte_pktmbuf_mtod(m, void *), f->to_guest + f->read, l);
-		m->data_len = (uint16_t)l;
-		m->pkt_len = l;
-		mq_push(q, m, held);
-		f->read += l;
-		n += l;
-		max_mbufs--;
-	}
-	if (f->read == f->offered) {
-		e->ev &= ~EP_READABLE;
-		if (f->eof)
-			e->ev |= EP_EOF;
-	}
-	return (ssize_t)n;
-}
-
-ssize_t ep_sock_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held,
-		     uint32_t want, uint32_t max_mbufs)
-{
-	(void)io;
-	return end_recv(e, q, held, want, max_mbufs);
-}
-
-/* A stream end read straight into the caller's memory (EP_CAP_READV). */
-ssize_t ep_sock_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
-{
-	struct fake_end *f = end_of(e);
-	size_t got = 0;
-	unsigned int i;
-
-	if (f->rfail)
-		return f->rfail;
-	f->reads++;
-	for (i = 0; i < n && got < len && f->read < f->offered; i++) {
-		size_t l = RTE_MIN(RTE_MIN(iov[i].iov_len, len - got), f->offered - f->read);
-
-		memcpy(iov[i].iov_base, f->to_guest + f->read, l);
-		f->read += l;
-		got += l;
-	}
-	if (f->read == f->offered) {
-		e->ev &= ~EP_READABLE;
-		if (f->eof)
-			e->ev |= EP_EOF;
-	}
-	return (ssize_t)got;
-}
-
-ssize_t ep_pipe_recv(struct ep *e, struct mq *q, uint32_t *held, uint32_t want,
-		     uint32_t max_mbufs)
-{
-	return end_recv(e, q, held, want, max_mbufs);
-}
-
-void ep_pipe_poll(struct ep *e, uint32_t *held)
-{
-	struct fake_end *f = end_of(e);
-
-	(void)held;
-	e->ev |= f->far;
-	if (f->read < f->offered)
-		e->ev |= EP_READABLE;
-}
 
 /* ---- the test ---- */
 
@@ -387,8 +44,7 @@ static void pump(struct conn_table *t)
 /* The socket-like end's event, as epoll would report it. */
 static void event(struct fake_end *f, uint16_t ev)
 {
-	queued[nb_queued].token = f->token;
-	queued[nb_queued++].ev = ev;
+	fake_event(f->token, ev);
 }
 
 static struct rte_ring *route(uint64_t src_cid, uint64_t dst_cid, uint32_t dst_port)
@@ -411,19 +67,25 @@ static struct conn_table *table(void)
 	return conn_table_create(&conf);
 }
 
-/* A guest connect to host port @p port: the end it opened, after our RESPONSE. */
-static struct fake_end *open_conn(struct conn_table *t, uint32_t gport, uint32_t port)
+/* The end that ep_connect() or ep_accept_incoming() opened for port @p port, or NULL. */
+static struct fake_end *end_for_port(uint32_t port)
 {
 	int i;
 
+	for (i = 0; i < FAKE_ENDS; i++)
+		if (fake_ends[i].used && fake_ends[i].port == port)
+			return &fake_ends[i];
+	return NULL;
+}
+
+/* A guest connect to host port @p port: the end it opened, after our RESPONSE. */
+static struct fake_end *open_conn(struct conn_table *t, uint32_t gport, uint32_t port)
+{
 	guest_send(t, VIRTIO_VSOCK_OP_REQUEST, STREAM, gport, port, 0, NULL, 0, 0);
 	if (!guest_recv(t, sizeof(g.data)) ||
 	    !is_pkt(VIRTIO_VSOCK_OP_RESPONSE, gport, port, STREAM, 0, 0))
 		return NULL;
-	for (i = 0; i < ENDS; i++)
-		if (ends[i].used && ends[i].port == port)
-			return &ends[i];
-	return NULL;
+	return end_for_port(port);
 }
 
 static void test_g2h(struct conn_table *t)
@@ -585,9 +247,9 @@ static void test_h2g_direct(struct conn_table *t)
 	size_t n = 0;
 	unsigned int k;
 
-	next_caps = EP_CAP_READV;
+	fake_next_caps = EP_CAP_READV;
 	f = open_conn(t, 1004, 5004);
-	next_caps = 0;
+	fake_next_caps = 0;
 	if (!tap_ok(f != NULL, "a connection to an end read into any memory"))
 		return;
 	/* 20000 bytes and then its EOF; the guest's window is 10000. */
@@ -624,9 +286,9 @@ static void test_h2g_direct(struct conn_table *t)
 	tap_ok(rx_burst(t, 8) == 1 && rx_hdr[0].op == VIRTIO_VSOCK_OP_RST && f->closed &&
 	       conn_count(t) == 0, "guest close: its RST, table empty");
 	/* A read error: RST in the buffer the read was for, host_io counted. */
-	next_caps = EP_CAP_READV;
+	fake_next_caps = EP_CAP_READV;
 	e = open_conn(t, 1005, 5005);
-	next_caps = 0;
+	fake_next_caps = 0;
 	if (!tap_ok(e != NULL, "another such connection"))
 		return;
 	e->offered = 100;
@@ -653,9 +315,9 @@ static void test_errors(struct conn_table *t)
 	       is_pkt(VIRTIO_VSOCK_OP_RST, 1002, 5002, STREAM, 0, 0) &&
 	       st->proto_err[CONN_ERR_HOST_IO] == io + 1 && f->reset && f->closed,
 	       "a write error of the end: RST to the guest, host_io counted, the end reset");
-	next_connect = -ECONNREFUSED;
+	fake_next_connect = -ECONNREFUSED;
 	guest_send(t, VIRTIO_VSOCK_OP_REQUEST, STREAM, 1003, 5003, 0, NULL, 0, 0);
-	next_connect = 0;
+	fake_next_connect = 0;
 	tap_ok(guest_recv(t, sizeof(g.data)) &&
 	       is_pkt(VIRTIO_VSOCK_OP_RST, 1003, 5003, STREAM, 0, 0) &&
 	       st->conns_refused == refused + 1 && conn_count(t) == 0,
@@ -666,14 +328,11 @@ static void test_polled(struct conn_table *t)
 {
 	const struct conn_stats *st = conn_table_stats(t);
 	uint64_t reset = st->conns_reset;
-	struct fake_end *f = NULL;
-	int i;
+	struct fake_end *f;
 
 	/* Port 7000 routes to a pipe-like end without events: it accepts later. */
 	guest_send(t, VIRTIO_VSOCK_OP_REQUEST, STREAM, 1004, 7000, 0, NULL, 0, 0);
-	for (i = 0; i < ENDS; i++)
-		if (ends[i].used && ends[i].port == 7000)
-			f = &ends[i];
+	f = end_for_port(7000);
 	pump(t);
 	tap_ok(f && f->polled && !guest_recv(t, sizeof(g.data)) && conn_count(t) == 1,
 	       "a polled end: no RESPONSE before its far side accepts");
@@ -795,10 +454,10 @@ static void pool_unhoard(struct rte_mbuf **h, unsigned int n)
 static bool conn_books(struct conn_table *t, uint32_t gport, uint32_t hport,
 		       struct vsock_pmd_conn_info *out)
 {
-	static struct vsock_pmd_conn_info info[ENDS];
-	uint32_t i, n = conn_table_snapshot(t, info, ENDS);
+	static struct vsock_pmd_conn_info info[FAKE_ENDS];
+	uint32_t i, n = conn_table_snapshot(t, info, FAKE_ENDS);
 
-	for (i = 0; i < n && i < ENDS; i++) {
+	for (i = 0; i < n && i < FAKE_ENDS; i++) {
 		if (info[i].guest_port == gport && info[i].host_port == hport) {
 			*out = info[i];
 			return true;
@@ -902,17 +561,6 @@ static void test_partial(struct conn_table *t)
 /* Longer than every timeout of the table (CONN_TIMEOUT_MS_DEFAULT each). */
 #define QUIET_S 10
 
-/* The end that ep_connect() or ep_accept_incoming() opened for port @p port, or NULL. */
-static struct fake_end *end_for_port(uint32_t port)
-{
-	int i;
-
-	for (i = 0; i < ENDS; i++)
-		if (ends[i].used && ends[i].port == port)
-			return &ends[i];
-	return NULL;
-}
-
 /*
  * Deadlines after quiet rounds. A worker skips a quiet table altogether, so the last round
  * that called the table may be long past when the guest's next packet comes. Time is
@@ -925,6 +573,7 @@ static void test_quiet_clock(struct conn_table *t)
 	const struct conn_stats *st = conn_table_stats(t);
 	const uint64_t hz = rte_get_tsc_hz(), tmo = hz * CONN_TIMEOUT_MS_DEFAULT / 1000;
 	uint64_t timeouts = st->proto_err[CONN_ERR_TIMEOUT], before, after;
+	struct ep_addr from4;
 	struct fake_end *f;
 
 	/* A guest-to-guest connect: the far side accepts just before the deadline. */
@@ -972,9 +621,9 @@ static void test_quiet_clock(struct conn_table *t)
 	 * between rounds, after quiet ones. The guest gets the REQUEST, not an RST.
 	 */
 	conn_poll_host(t, rte_get_tsc_cycles() - QUIET_S * hz, 256);
-	incoming_addr = (struct ep_addr){ .src_cid = 4, .dst_cid = GUEST_CID, .src_port = 5555,
-					  .dst_port = 6000, .type = STREAM };
-	incoming_offered = true;
+	from4 = (struct ep_addr){ .src_cid = 4, .dst_cid = GUEST_CID, .src_port = 5555,
+				  .dst_port = 6000, .type = STREAM };
+	fake_incoming(&from4, false);
 	before = rte_get_tsc_cycles();
 	conn_pipes_sweep(t);
 	f = end_for_port(6000);
@@ -1011,6 +660,7 @@ int main(int argc, char **argv)
 	}
 	pool = rte_pktmbuf_pool_create("conn_ep", 2047, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       (int)rte_socket_id());
+	fake_pool = pool;
 	route_to = (struct rte_ring *)(uintptr_t)0x1;	/* never dereferenced: the fake's */
 	for (i = 0; i < sizeof(payload); i++)
 		payload[i] = (uint8_t)(i * 7 + i / 251);
