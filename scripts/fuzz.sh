@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib.sh"
 
 secs=${1:-60}
 build=${VSOCK_FUZZ_BUILD:-$(dirname "$VSOCK_BUILD")/build-fuzz}
-targets=(virtq virtq_packed vsock_pkt)
+targets=(virtq virtq_packed vsock_pkt conn)
 fuzzdir=$VSOCK_TOP/tests/fuzz
 
 if [[ ! $secs =~ ^[0-9]+$ ]] || ((secs == 0)); then

@@ -31,6 +31,7 @@ int fake_next_connect;
 uint8_t fake_next_caps;
 bool fake_real_caps;
 struct rte_mempool *fake_pool;
+uint64_t fake_total_taken, fake_total_read;
 unsigned int fake_pipe_slots;
 void (*fake_took)(struct fake_end *f, size_t off, const uint8_t *p, size_t len, bool eom);
 void (*fake_fill)(struct fake_end *f, size_t off, uint8_t *dst, size_t len);
@@ -83,6 +84,7 @@ static int end_new(struct ep *e, bool polled, uint16_t type)
 	f = &fake_ends[i];
 	memset(f, 0, offsetof(struct fake_end, to_host));
 	f->used = true;
+	f->line = 2;
 	f->polled = polled;
 	f->type = type;
 	f->room = FAKE_SIDE;
@@ -110,6 +112,8 @@ void fake_ep_reset(void)
 	}
 	nb_queued = 0;
 	nb_listens = 0;
+	fake_total_taken = 0;
+	fake_total_read = 0;
 	while (nb_incomings) {
 		void *x;
 
@@ -127,6 +131,14 @@ static void sink(struct fake_end *f, const void *p, size_t len, bool eom)
 	else if (f->taken < FAKE_SIDE)
 		memcpy(f->to_host + f->taken, p, RTE_MIN(len, FAKE_SIDE - f->taken));
 	f->taken += len;
+	fake_total_taken += len;
+}
+
+/* What a pipe whose far side reads no more dropped: taken, never seen. */
+static void drop(struct fake_end *f, size_t len)
+{
+	f->taken += len;
+	fake_total_taken += len;
 }
 
 /* @p len bytes of its stream from @p off. */
@@ -162,7 +174,8 @@ static void read_to(struct fake_end *f, size_t off)
 
 bool fake_offer(struct fake_end *f, size_t len, bool msg)
 {
-	if (msg && f->nmsg == FAKE_MSGS)
+	/* We shut our read side: its sends fail (EPIPE), what it sent before stays. */
+	if (f->shut_rd || (msg && f->nmsg == FAKE_MSGS))
 		return false;
 	f->offered += len;
 	if (msg)
@@ -423,6 +436,9 @@ void ep_shutdown(struct ep *e, int how)
 
 void ep_reset(struct ep *e)
 {
+	/* As ep.c: an end already let go of has nobody left to tell. */
+	if (e->kind == EP_NONE)
+		return;
 	open_end(e)->reset = true;
 }
 
@@ -567,12 +583,15 @@ static ssize_t end_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *
 	while (n < want && max_mbufs && f->read < f->offered) {
 		struct rte_mbuf *m = end_mbuf(f, io->pool, want - (uint32_t)n);
 
+		if (!m && !n)
+			return -ENOBUFS;
 		if (!m)
-			return n ? (ssize_t)n : -ENOBUFS;
+			break;
 		mq_push(q, m, held);
 		n += m->data_len;
 		max_mbufs--;
 	}
+	fake_total_read += n;
 	drained(f, e);
 	return (ssize_t)n;
 }
@@ -609,6 +628,7 @@ static ssize_t end_recv_msg(struct ep *e, struct ep_io *io, struct mq *q, uint32
 		mq_push(q, m, held);
 		n += m->data_len;
 	}
+	fake_total_read += n;
 	drained(f, e);
 	return (ssize_t)n;
 }
@@ -641,6 +661,7 @@ ssize_t ep_sock_readv(struct ep *e, const struct iovec *iov, unsigned int n, siz
 		read_to(f, f->read + l);
 		got += l;
 	}
+	fake_total_read += got;
 	drained(f, e);
 	return (ssize_t)got;
 }
@@ -694,7 +715,7 @@ ssize_t ep_pipe_writev(struct ep *e, struct ep_io *io, const struct iovec *iov, 
 		return 0;
 	f->writes++;
 	if (far_shut(f)) {
-		f->taken += len;
+		drop(f, len);
 		return (ssize_t)len;
 	}
 	want = RTE_MIN(len, f->room);
@@ -732,16 +753,16 @@ int ep_pipe_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved)
 {
 	struct fake_end *f = open_end(e);
 	unsigned int room = pipe_room(f);
-	bool drop = far_shut(f);
+	bool shut = far_shut(f);
 
 	if (f->fail)
 		return f->fail;
-	while (q->head && (drop || (room && q->head->data_len <= f->room))) {
+	while (q->head && (shut || (room && q->head->data_len <= f->room))) {
 		struct rte_mbuf *m = mq_pop(q);
 
 		*moved += m->data_len;
-		if (drop) {
-			f->taken += m->data_len;
+		if (shut) {
+			drop(f, m->data_len);
 			(*held)--;
 			rte_pktmbuf_free_seg(m);
 			continue;
@@ -794,6 +815,7 @@ ssize_t ep_pipe_recv(struct ep *e, struct mq *q, uint32_t *held, uint32_t want,
 		if (i < n)
 			break;
 	}
+	fake_total_read += q->bytes - bytes0;
 	pipe_readable(f, e);
 	return q->bytes - bytes0;
 }

@@ -59,7 +59,10 @@ struct fake_end {
 	/* Ends of the messages it offered (offsets in the stream), oldest first. */
 	unsigned int nmsg;
 	size_t msg_end[FAKE_MSGS];
-	/* A listener's end: its CONNECT line (0: not complete yet, 1: complete, < 0: error). */
+	/*
+	 * A listener's end: its CONNECT line (0: not complete yet, 1: complete, < 0: error);
+	 * 2: read, or an end without one.
+	 */
 	int line;
 	uint32_t early;			/* stream bytes sent after the line */
 	/*
@@ -82,6 +85,11 @@ extern int fake_next_connect;
 /* ep_connect(): a socket's caps; with fake_real_caps, those ep_uds gives its type. */
 extern uint8_t fake_next_caps;
 extern bool fake_real_caps;
+/*
+ * Bytes every end took (a shut pipe's dropped ones too) and bytes read from every end
+ * (not those a CONNECT line brought), since fake_ep_reset().
+ */
+extern uint64_t fake_total_taken, fake_total_read;
 /* Where a pipe's far side takes the mbufs it sends from. */
 extern struct rte_mempool *fake_pool;
 /* New pipes hold mbufs (fake_end.hold) in this many slots; 0: they do not. */
@@ -105,7 +113,8 @@ void fake_event(uint64_t token, uint16_t ev);
 
 /*
  * @p len more bytes for the guest; a message of its own when @p msg (SEQPACKET). False
- * when it has FAKE_MSGS messages waiting already.
+ * when it has FAKE_MSGS messages waiting already, or when we shut our read side (a
+ * socket's sender gets EPIPE, a pipe's far side drops them).
  */
 bool fake_offer(struct fake_end *f, size_t len, bool msg);
 

@@ -201,6 +201,108 @@ def packed_seeds():
     yield 'zero-len', s
 
 
+# fuzz_conn.c opcodes, in enum order.
+(C_PKT, C_TX, C_FLOOD, C_RX, C_RX1, C_EVENT, C_OFFER, C_ROOM, C_EOF, C_HUP, C_FAIL, C_FAR,
+ C_FAR_TAKE, C_LISTEN, C_LINE, C_INCOMING, C_CONNECT, C_POLL, C_SERVICE, C_SWEEP, C_TIME,
+ C_SEQPACKET, C_GUEST, C_RESET, C_QUIET, C_ROUND) = range(26)
+SEQ_CFG, SMALL_MBUFS, NO_GUEST, HOLD, LISTENER, SMALL_BUF = 1, 2, 4, 8, 16, 32
+# virtio-vsock ops; flows of fuzz_conn.c (guest port, host port, peer CID tables).
+REQUEST, RESPONSE, RST, SHUTDOWN, RW, CREDIT_UPDATE, CREDIT_REQUEST = range(1, 8)
+# The first host connect gets host port 2^30, which is also the fixed flow 12's.
+TO_HOST, TO_HOST_B, TO_NATIVE, HOST_CONNECT, TO_GUEST5 = 0, 1, 8, 12, 16
+LEARNED = 0x80
+SEQ, EOM, EOM_EOR, BOTH_WAYS = 1, 1 << 2, 2 << 2, 2 << 2
+CAP_HDR, CAP_SMALL, CAP_4K, CAP_64K, CAP_MIXED = range(5)
+
+
+def conn_header(cfg=0, max_conns=3, buf_alloc=0, quota=0, tmo=(100, 100, 100), slots=3,
+                gbuf=0):
+    return struct.pack('<BBHB3BBB', cfg, max_conns, buf_alloc, quota, *tmo, slots, gbuf)
+
+
+def gpkt(opc, flow, kind=0, length=0, wmode=0, pmode=0):
+    return struct.pack('<BBBBHBB', C_PKT, opc, flow, kind, length, wmode, pmode)
+
+
+def tx(n=31):
+    return op(C_TX, 'B', n)
+
+
+def rx(n=1, cap=CAP_4K, split=0):
+    return op(C_RX, 'BBB', n - 1, cap, split)
+
+
+def poll(budget=64):
+    return op(C_POLL, 'B', budget)
+
+
+def conn_seeds():
+    # A guest connect to a host socket, data in a run, an end that fills up and drains,
+    # a credit request, the guest's close.
+    s = conn_header() + gpkt(REQUEST, TO_HOST) + tx() + rx()
+    s += op(C_ROOM, 'BH', 0, 4000)
+    s += gpkt(RW, TO_HOST, length=3000) * 3 + tx() + rx(2)
+    s += op(C_ROOM, 'BH', 0, 0x1001) + poll() + gpkt(CREDIT_REQUEST, TO_HOST) + tx() + rx(4)
+    s += gpkt(SHUTDOWN, TO_HOST, BOTH_WAYS) + tx() + rx()
+    yield 'g2h', s
+    # A host end's bytes read straight into the guest's buffers within its window, then
+    # its EOF, its hang-up, and the timeout of our SHUTDOWN.
+    s = conn_header() + gpkt(REQUEST, TO_HOST_B, wmode=1) + tx() + rx()
+    s += op(C_OFFER, 'BHB', 0, 20000, 0) + poll() + rx(8)
+    s += gpkt(CREDIT_UPDATE, TO_HOST_B) + tx() + poll() + rx(8)
+    s += op(C_EOF, 'B', 0) + poll() + rx(8) + op(C_HUP, 'BB', 0, 0) + poll() + rx(4)
+    s += op(C_TIME, 'H', 300) + poll() + rx(4)
+    yield 'h2g-direct', s
+    # SEQPACKET both ways: messages from the guest in pieces, messages from the end cut
+    # into small buffers.
+    s = conn_header(SEQ_CFG) + gpkt(REQUEST, TO_HOST, SEQ) + tx() + rx()
+    s += (gpkt(RW, TO_HOST, SEQ | EOM, 100) + gpkt(RW, TO_HOST, SEQ, 50) +
+          gpkt(RW, TO_HOST, SEQ | EOM_EOR, 50, pmode=3) + tx())
+    s += op(C_OFFER, 'BHB', 0, 300, 0) + op(C_OFFER, 'BHB', 0, 70, 0) + poll()
+    s += rx(4, CAP_SMALL) + rx(4, CAP_4K, 1)
+    s += gpkt(SHUTDOWN, TO_HOST, SEQ | BOTH_WAYS) + tx() + rx()
+    yield 'seqpacket', s
+    # A pipe to a native listener holding our mbufs: accepted late, data both ways, its
+    # far side reads some, then no more, then lets go.
+    s = conn_header(HOLD) + gpkt(REQUEST, TO_NATIVE) + tx() + poll() + rx()
+    s += op(C_FAR, 'BB', 0, 0) + poll() + rx()
+    s += gpkt(RW, TO_NATIVE, length=5000) * 3 + tx() + poll()
+    s += op(C_FAR_TAKE, 'BB', 0, 2) + poll() + gpkt(RW, TO_NATIVE, length=700) + tx()
+    s += op(C_OFFER, 'BHB', 0, 9000, 0x85) + poll() + rx(8)
+    s += op(C_FAR, 'BB', 0, 2) + gpkt(RW, TO_NATIVE, length=100) + tx() + poll()
+    s += op(C_HUP, 'BB', 0, 0) + poll() + rx(4)
+    yield 'pipe-hold', s
+    # A host program on the listener: its CONNECT line with bytes after it, the guest's
+    # RESPONSE, data; a second one whose line comes later, a third that never finishes.
+    s = conn_header(LISTENER) + op(C_LISTEN, 'BBB', 0, 1, 10) + poll() + rx()
+    s += gpkt(RESPONSE, HOST_CONNECT) + tx() + poll() + rx(2)
+    s += op(C_OFFER, 'BHB', 0, 500, 0) + poll() + rx(2)
+    s += op(C_LISTEN, 'BBB', 1, 0, 0) + poll() + op(C_LINE, 'BB', 1, 1) + poll() + rx()
+    s += gpkt(RESPONSE, LEARNED) + gpkt(RW, LEARNED, length=10) + tx() + poll()
+    s += op(C_LISTEN, 'BBB', 2, 0, 0) + poll() + op(C_TIME, 'H', 300) + poll() + rx(4)
+    yield 'listener', s
+    # Another guest's pipe to ours: the REQUEST, the guest's RESPONSE, data both ways.
+    s = conn_header() + op(C_INCOMING, 'BB', 1, 0) + op(C_SWEEP) + rx()
+    s += gpkt(RESPONSE, TO_GUEST5) + tx() + op(C_SWEEP) + rx()
+    s += op(C_OFFER, 'BHB', 0, 3000, 0) + op(C_SWEEP) + rx(2)
+    s += gpkt(RW, TO_GUEST5, length=2000) + tx() + op(C_SWEEP)
+    s += op(C_INCOMING, 'BB', 1 | 16, 1) + op(C_SWEEP) + rx(2)
+    yield 'incoming', s
+    # Small mbufs and a quota: the end takes nothing, the guest's packets wait in its
+    # ring; then more than the window: RST.
+    s = conn_header(SMALL_MBUFS | SMALL_BUF, buf_alloc=20000, quota=5)
+    s += gpkt(REQUEST, TO_HOST) + tx() + rx() + op(C_ROOM, 'BH', 0, 0)
+    s += gpkt(RW, TO_HOST, length=6000) * 4 + tx() + poll()
+    s += op(C_ROOM, 'BH', 0, 0x2001) + poll() + tx() + rx(2)
+    s += gpkt(RW, TO_HOST, length=30000) + tx() + rx(2)
+    yield 'quota-credit', s
+    # A flood of packets nobody owns, the guest gone and back, a quiet table.
+    s = conn_header(LISTENER) + op(C_FLOOD, 'HBBI', 299, RW, 0, 77) + rx(16, CAP_HDR)
+    s += gpkt(REQUEST, TO_HOST) + tx() + op(C_RESET) + op(C_GUEST)
+    s += op(C_LISTEN, 'BBB', 0, 1, 0) + poll() + op(C_GUEST) + op(C_QUIET) + op(C_ROUND)
+    yield 'flood-reset', s
+
+
 def vsock_hdr(src, dst, sport, dport, length, typ, opc, flags=0, buf_alloc=65536, fwd=0):
     return struct.pack('<QQIIIHHIII', src, dst, sport, dport, length, typ, opc, flags,
                        buf_alloc, fwd)
@@ -225,7 +327,7 @@ def vsock_seeds():
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, 'corpus')
     for target, seeds in (('virtq', virtq_seeds()), ('virtq_packed', packed_seeds()),
-                          ('vsock_pkt', vsock_seeds())):
+                          ('vsock_pkt', vsock_seeds()), ('conn', conn_seeds())):
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds:

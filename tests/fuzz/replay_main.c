@@ -3,7 +3,8 @@
  * Stand-in for libFuzzer's main() in an ordinary build: runs a fuzz target
  * once on every file of the directories given (seed corpus, crash
  * regressions) and prints one TAP line per file. Each input runs in a child
- * process so that an abort or a sanitizer report fails that line only.
+ * process so that an abort or a sanitizer report fails that line only; the
+ * target's LLVMFuzzerInitialize(), if it has one, runs once before them.
  *
  * Usage: replay_TARGET DIR...   (a missing directory is noted and skipped)
  */
@@ -19,6 +20,8 @@
 #include "tap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* libFuzzer calls it once before the first input, if the target has one. */
+int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 
 static uint8_t *read_file(const char *path, size_t *len)
 {
@@ -89,6 +92,8 @@ int main(int argc, char **argv)
 {
 	int i;
 
+	if (LLVMFuzzerInitialize)
+		LLVMFuzzerInitialize(&argc, &argv);
 	for (i = 1; i < argc; i++) {
 		struct dirent **names;
 		int n, j;
