@@ -301,6 +301,48 @@ static void test_h2g_direct(struct conn_table *t)
 	       "a read error: RST to the guest in that burst, host_io counted, the end closed");
 }
 
+/*
+ * A SEQPACKET host socket's message waits while the guest's window is shut; then the guest
+ * says SHUTDOWN(RCV). Our shutdown(SHUT_RD) makes the socket readable (EPOLLIN | EPOLLRDHUP)
+ * and the kernel still hands out what was queued before it: none of it may reach the guest,
+ * which said it reads no more.
+ */
+static void test_seq_rcv_shut(struct conn_table *t)
+{
+	struct fake_end *f = NULL;
+	int i;
+
+	conn_table_set_seqpacket(t, true);
+	fake_next_caps = EP_CAP_WHOLE_MSG;
+	guest_send_full(t, VIRTIO_VSOCK_OP_REQUEST, SEQPACKET, 1020, 5020, 0, NULL, 0, 0, 0,
+			GUEST_CID, HOST_CID);
+	fake_next_caps = 0;
+	for (i = 0; i < FAKE_ENDS; i++)
+		if (fake_ends[i].used && fake_ends[i].port == 5020)
+			f = &fake_ends[i];
+	if (!tap_ok(f && guest_recv(t, sizeof(g.data)) &&
+		    is_pkt(VIRTIO_VSOCK_OP_RESPONSE, 1020, 5020, SEQPACKET, 0, 0),
+		    "a SEQPACKET connection, the guest's window shut"))
+		return;
+	memcpy(f->to_guest, payload, 100);
+	fake_offer(f, 100, true);
+	event(f, EP_READABLE);
+	pump(t);
+	tap_ok(!guest_recv(t, sizeof(g.data)) && f->read == 0,
+	       "the end's message waits in its socket: no window");
+	guest_send_full(t, VIRTIO_VSOCK_OP_SHUTDOWN, SEQPACKET, 1020, 5020,
+			VIRTIO_VSOCK_SHUTDOWN_RCV, NULL, 0, GUEST_BUF, 0, GUEST_CID, HOST_CID);
+	event(f, EP_READABLE | EP_RDHUP);
+	pump(t);
+	tap_ok(f->shut_rd && !guest_recv(t, sizeof(g.data)) && f->read == 0,
+	       "after the guest's SHUTDOWN(RCV) and the socket's edge for it: nothing for the "
+	       "guest, nothing read (%zu bytes)", f->read);
+	guest_send(t, VIRTIO_VSOCK_OP_RST, SEQPACKET, 1020, 5020, 0, NULL, 0, 0);
+	tap_ok(f->closed && conn_count(t) == 0 && guest_drain(t) == 0,
+	       "the guest's RST: the end closed, table empty");
+	conn_table_set_seqpacket(t, false);
+}
+
 static void test_errors(struct conn_table *t)
 {
 	const struct conn_stats *st = conn_table_stats(t);
@@ -671,6 +713,7 @@ int main(int argc, char **argv)
 	test_h2g(t);
 	test_h2g_direct(t);
 	test_errors(t);
+	test_seq_rcv_shut(t);
 	test_polled(t);
 	test_runs(t);
 	test_quiet_clock(t);

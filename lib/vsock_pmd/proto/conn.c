@@ -156,7 +156,11 @@ bool conn_read(struct conn_table *t, struct conn *c, uint32_t *moved)
 	ssize_t n;
 
 	*moved = 0;
-	if (!(c->ep.ev & EP_READABLE) || (c->ep.ev & EP_EOF))
+	/*
+	 * After the guest's SHUTDOWN(RCV) (EP_RD_SHUT) nothing more is read: a socket still hands
+	 * out what was queued before our shutdown(SHUT_RD), and its edge for it says readable.
+	 */
+	if (!(c->ep.ev & EP_READABLE) || (c->ep.ev & (EP_EOF | EP_RD_SHUT)))
 		return false;
 	if (!can_read(c)) {
 		/* The guest's window is full: its CREDIT_UPDATE puts us back to work. */
