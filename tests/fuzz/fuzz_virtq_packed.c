@@ -263,7 +263,7 @@ static void model_publish(void)
 
 static uint16_t do_dequeue(uint16_t max)
 {
-	uint16_t want = 0, got, i, ids[128], nd[128];
+	uint16_t want = 0, got;
 	struct mpos p = F.last_avail;
 	struct virtq_chain *chains;
 	bool expect_broken = F.broken;
@@ -275,33 +275,27 @@ static uint16_t do_dequeue(uint16_t max)
 	chains = malloc(sizeof(*chains) * (max ? max : 1));
 	CHECK(chains != NULL);
 	got = virtq_packed_dequeue_burst(&F.vq, chains, max);
+	outlist_dequeued(&F.ol, got);
 
+	/* The walker's chains, each compared with the engine's as it goes. */
 	while (!F.broken && want < max && avail_at(p)) {
 		struct ref_chain rc;
+		uint16_t id, ndescs;
 
-		if (!ref_walk(p, &rc, &ids[want], &nd[want]) ||
-				taken - F.published + nd[want] > F.size) {
+		if (!ref_walk(p, &rc, &id, &ndescs) || taken - F.published + ndescs > F.size) {
 			expect_broken = true;
 			break;
 		}
-		taken += nd[want];
-		p = mpos_fwd(p, nd[want]);
+		CHECK(want < got);
+		CHECK(chains[want].head == id && chains[want].ndescs == ndescs);
+		check_chain_pieces(&F.g, &chains[want], &rc);
+		outlist_add(&F.ol, &chains[want], want)->start = mpos_enc(p);
+		taken += ndescs;
+		p = mpos_fwd(p, ndescs);
 		want++;
 	}
 	CHECK(got == want);
 	F.broken = expect_broken;
-	outlist_dequeued(&F.ol, got);
-	p = F.last_avail;
-	for (i = 0; i < got; i++) {
-		struct ref_chain rc;
-		uint16_t id, ndescs;
-
-		CHECK(ref_walk(p, &rc, &id, &ndescs));
-		CHECK(chains[i].head == ids[i] && chains[i].ndescs == nd[i]);
-		check_chain_pieces(&F.g, &chains[i], &rc);
-		outlist_add(&F.ol, &chains[i], i)->start = mpos_enc(p);
-		p = mpos_fwd(p, ndescs);
-	}
 	F.last_avail = p;
 	F.taken = taken;
 	F.stats.dequeued += got;
@@ -322,7 +316,7 @@ static void complete_one(const struct virtq_chain *c, uint32_t len)
 		model_publish();
 }
 
-static void do_complete(uint8_t k, uint8_t mode, uint32_t raw)
+static void do_complete(unsigned int k, uint8_t mode, uint32_t raw)
 {
 	struct outstanding *o;
 
@@ -545,8 +539,9 @@ static void run_op(struct input *in)
 		do_complete(k, n, n & 1 ? in_u32(in) : 0);
 		break;
 	case OP_COMPLETE_ALL:
+		/* Newest first: nothing to move up in the list. */
 		while (F.ol.nout != 0)
-			do_complete(0, 0, 0);
+			do_complete(F.ol.nout - 1, 0, 0);
 		break;
 	case OP_COMPLETE_BAD:
 		n = in_u8(in);
