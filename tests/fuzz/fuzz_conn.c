@@ -96,7 +96,12 @@ struct gflow {
 	bool pend;		/* a packet presented and not taken yet, and its window */
 	uint32_t pba, pfwd;
 	bool rcv_shut;		/* it said SHUTDOWN(RCV): no more data for it */
-	/* SEQPACKET: where its messages end in its stream; lost: more than MSGS_MAX. */
+	/* Its REQUESTs put in the ring and taken: equal when no new instance is on its way. */
+	uint32_t req_queued, req_taken;
+	/*
+	 * SEQPACKET: where the messages of its latest instance end in its stream; lost: more
+	 * than MSGS_MAX.
+	 */
 	unsigned int nmsg, head;
 	bool lost;
 	uint32_t msg_end[MSGS_MAX];
@@ -220,7 +225,12 @@ static void took(struct fake_end *f, size_t off, const uint8_t *p, size_t len, b
 		return;
 	check_pat(p, len, key_salt(&k), off);
 	fl = flow_find(&k);
-	if (c->type != VIRTIO_VSOCK_TYPE_SEQPACKET || !fl || fl->lost)
+	/*
+	 * The message ends known are those of the guest's latest instance; while a REQUEST of
+	 * a newer one waits in its ring, the connection taking may be the one before.
+	 */
+	if (c->type != VIRTIO_VSOCK_TYPE_SEQPACKET || !fl || fl->lost ||
+	    fl->req_queued != fl->req_taken)
 		return;
 	/* A piece never crosses the end of a message, and ends one only with its mark. */
 	while (fl->nmsg && fl->msg_end[fl->head] <= off) {
@@ -532,6 +542,7 @@ static void taken(unsigned int n)
 		if (p->op == VIRTIO_VSOCK_OP_REQUEST) {
 			fl->rx_off = 0;
 			fl->rcv_shut = false;
+			fl->req_taken++;
 		}
 		if (p->op == VIRTIO_VSOCK_OP_SHUTDOWN &&
 		    (le32toh(p->raw.flags) & VIRTIO_VSOCK_SHUTDOWN_RCV))
@@ -672,8 +683,10 @@ static void g_pkt(struct input *in)
 	TRACE("txq: op %u %u:%u -> %lu:%u type %u len %u/%u flags %x ba %u fwd %u%s\n", op,
 	      (unsigned int)h.src_cid, h.src_port, (unsigned long)h.dst_cid, h.dst_port, type,
 	      len, total, h.flags, ba, fwd, p->valid ? "" : " (malformed)");
-	if (p->valid && op == VIRTIO_VSOCK_OP_REQUEST)
+	if (p->valid && op == VIRTIO_VSOCK_OP_REQUEST) {
 		flow_restart(fl);
+		fl->req_queued++;
+	}
 	payload(p, key_salt(&fl->k), fl->tx_off, len, total, pmode);
 	if (p->valid && op == VIRTIO_VSOCK_OP_RW)
 		fl->tx_off += len;
@@ -991,8 +1004,10 @@ static void guest_gone(void)
 	unsigned int i;
 
 	txq_drop(S.ntxq);
-	for (i = 0; i < S.nflows; i++)
+	for (i = 0; i < S.nflows; i++) {
 		S.flows[i].pend = false;
+		S.flows[i].req_taken = S.flows[i].req_queued;
+	}
 }
 
 static void run_op(struct input *in)
