@@ -47,7 +47,9 @@ for t in "${targets[@]}"; do
 	log=$crashes/$t.log
 	echo "fuzz: $t for ${secs}s (log $log)"
 	rc=0
-	"$bin" -max_total_time="$secs" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" -timeout=10 \
+	# An input takes milliseconds; the timeout is wall time, and a loaded machine can stall
+	# a process for seconds: only a hang may trip it.
+	"$bin" -max_total_time="$secs" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" -timeout=60 \
 		-max_len=4096 -print_final_stats=1 -artifact_prefix="$crashes/$t-" \
 		"$work/$t" >"$log" 2>&1 || rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
