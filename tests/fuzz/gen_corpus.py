@@ -296,6 +296,14 @@ def conn_seeds():
     s += op(C_ROOM, 'BH', 0, 0x2001) + poll() + tx() + rx(2)
     s += gpkt(RW, TO_HOST, length=30000) + tx() + rx(2)
     yield 'quota-credit', s
+    # Part of a packet written straight to its end, the rest waiting for the quota that
+    # another connection holds: the same packet comes again, its written part skipped.
+    s = conn_header(quota=1) + gpkt(REQUEST, TO_HOST) + gpkt(REQUEST, TO_HOST_B) + tx() + rx(2)
+    s += op(C_ROOM, 'BH', 0, 0) + op(C_ROOM, 'BH', 1, 1000)
+    s += gpkt(RW, TO_HOST, length=3000) + gpkt(RW, TO_HOST_B, length=3000) + tx()
+    s += op(C_ROOM, 'BH', 0, 0x1001) + poll() + tx() + op(C_ROOM, 'BH', 1, 0x1001) + poll()
+    s += rx(4)
+    yield 'tx-skip', s
     # A flood of packets nobody owns, the guest gone and back, a quiet table.
     s = conn_header(LISTENER) + op(C_FLOOD, 'HBBI', 299, RW, 0, 77) + rx(16, CAP_HDR)
     s += gpkt(REQUEST, TO_HOST) + tx() + op(C_RESET) + op(C_GUEST)
