@@ -403,10 +403,10 @@ static void check_conn(const struct conn *c, uint32_t *to_guest_nb, uint32_t *to
 	bool open = ep_is_open(&c->ep);
 	unsigned int i;
 
-	CHECK(ON(work, c, work_link) + ON(qwait, c, work_link) ==
-	      !!(c->lists & (L_WORK | L_QWAIT)));
+	/* The work and quota lists share a link: one of them at most. */
 	CHECK(!((c->lists & L_WORK) && (c->lists & L_QWAIT)));
 	CHECK(ON(work, c, work_link) == !!(c->lists & L_WORK));
+	CHECK(ON(qwait, c, work_link) == !!(c->lists & L_QWAIT));
 	CHECK(ON(ctl, c, ctl_link) == !!(c->lists & L_CTL));
 	CHECK(ON(data, c, data_link) == !!(c->lists & L_DATA));
 	CHECK(ON(timers, c, timer_link) == !!(c->lists & L_TIMER));
