@@ -512,7 +512,7 @@ static int end_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved)
 		take = 0;
 		for (m = q->head; m; m = m->next) {
 			take += m->data_len;
-			if (m->packet_type & EP_PIPE_EOM)
+			if (m->packet_type & MQ_EOM)
 				break;
 		}
 		if (!m)
@@ -566,7 +566,7 @@ static struct rte_mbuf *end_mbuf(struct fake_end *f, struct rte_mempool *mp, uin
 	m->data_len = (uint16_t)l;
 	m->pkt_len = (uint32_t)l;
 	if (f->type == VIRTIO_VSOCK_TYPE_SEQPACKET && l == msg_left(f, f->read))
-		m->packet_type = EP_PIPE_EOM | EP_PIPE_EOR;
+		m->packet_type = MQ_EOM | MQ_EOR;
 	read_to(f, f->read + l);
 	return m;
 }
@@ -769,7 +769,7 @@ int ep_pipe_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved)
 		}
 		f->room -= m->data_len;
 		sink(f, rte_pktmbuf_mtod(m, void *), m->data_len,
-		     m->packet_type & EP_PIPE_EOM);
+		     m->packet_type & MQ_EOM);
 		pipe_put(f, e, m, held, true);
 		room--;
 	}

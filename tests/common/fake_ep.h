@@ -14,7 +14,7 @@
  * - a pipe (EP_PIPE, EP_CAP_POLLED) has no events: its far side's doings (far) show at
  *   ep_pipe_poll(); a stream pipe takes writes into fresh mbufs, a SEQPACKET one takes
  *   queued mbufs whole, and both bring the far side's bytes in mbufs that mark each
- *   message's end (EP_PIPE_EOM);
+ *   message's end (MQ_EOM);
  * - host connects come from fake_listen() (a socket on the listener, with its CONNECT line)
  *   and fake_incoming() (a pipe opened by another guest or a program).
  *
