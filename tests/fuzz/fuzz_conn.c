@@ -457,16 +457,16 @@ static void check_conn(const struct conn *c, uint32_t *to_guest_nb, uint32_t *to
 		CHECK(!c->hashed && open && (c->lists & L_TIMER));
 		break;
 	case CS_REQUEST:
-		CHECK(c->hashed && open && (c->lists & L_TIMER) && c->rx_cnt == 0);
+		CHECK(c->hashed && open && (c->lists & L_TIMER) && c->from_guest_cnt == 0);
 		break;
 	case CS_ACCEPT_WAIT:
-		CHECK(c->hashed && open && (c->lists & L_TIMER) && c->rx_cnt == 0 &&
+		CHECK(c->hashed && open && (c->lists & L_TIMER) && c->from_guest_cnt == 0 &&
 		      c->to_guest.nb == 0);
 		break;
 	case CS_ESTABLISHED:
 		CHECK(c->hashed && open && !(c->lists & L_TIMER));
 		/* Credit: what we hold is what the end has not taken, within our buf_alloc. */
-		CHECK(c->rx_cnt - c->fwd_cnt == c->to_host.bytes);
+		CHECK(c->from_guest_cnt - c->fwd_cnt == c->to_host.bytes);
 		CHECK(c->to_host.bytes <= S.buf_alloc);
 		CHECK(c->fwd_cnt == (uint32_t)fake_end_of(&c->ep)->taken);
 		break;

@@ -178,7 +178,7 @@ bool conn_read(struct conn_table *t, struct conn *c, uint32_t *moved)
 	       RTE_MIN(peer_credit(c), TO_GUEST_MAX) - c->to_guest.bytes;
 	lim = quota_left(t->to_guest_held, t->dir_quota);
 	if (!whole) {
-		uint32_t share = rx_share_left(t, c);
+		uint32_t share = to_guest_share_left(t, c);
 
 		/* At its share: data_to_guest() puts it back to work as the guest takes it. */
 		if (share == 0)
@@ -268,23 +268,23 @@ static ssize_t host_writev(struct conn_table *t, struct conn *c, unsigned int n,
 			 quota_left(t->to_host_held, t->dir_quota));
 }
 
-/* Bytes of @p c's packet taken from the guest: counted in rx_cnt, as fwd_cnt counts them. */
-static inline void rx_count(struct conn_table *t, struct conn *c, uint32_t n)
+/* Bytes of @p c's packet taken from the guest: in from_guest_cnt, as fwd_cnt counts them. */
+static inline void from_guest_count(struct conn_table *t, struct conn *c, uint32_t n)
 {
-	c->rx_cnt += n;
+	c->from_guest_cnt += n;
 	t->stats.from_guest_bytes += n;
 }
 
 /*
  * @p c's packet was written in part, its first @p off bytes of which @p done were counted
  * before, and the rest could not be queued. It comes again (with the header parsed the first
- * time): what was written is counted now, so that rx_cnt never trails fwd_cnt and a guest
- * that rewrites the packet meanwhile cannot change it, and is not written twice. Nothing
- * written, nothing to remember.
+ * time): what was written is counted now, so that from_guest_cnt never trails fwd_cnt and a
+ * guest that rewrites the packet meanwhile cannot change it, and is not written twice.
+ * Nothing written, nothing to remember.
  */
 static void partial_set(struct conn_table *t, struct conn *c, uint32_t done, uint32_t off)
 {
-	rx_count(t, c, off - done);
+	from_guest_count(t, c, off - done);
 	if (off) {
 		t->partial = c;
 		t->partial_off = off;
@@ -334,7 +334,7 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 		return 0;
 	}
 	/* What is left of it within the room its counted part left: the whole packet fits. */
-	if (h->len - done > rx_room(t, c)) {
+	if (h->len - done > from_guest_room(t, c)) {
 		conn_reset(t, c, CONN_ERR_CREDIT);
 		return 0;
 	}
@@ -365,7 +365,7 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 	}
 	if (t->partial == c)
 		t->partial = NULL;
-	rx_count(t, c, h->len - done);
+	from_guest_count(t, c, h->len - done);
 	/* What was queued goes on as far as the host end takes it now. */
 	if (c->to_host.bytes && (c->ep.ev & EP_WRITABLE) && !conn_flush(t, c, &moved))
 		return 0;
@@ -628,7 +628,7 @@ static bool data_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
 				return false;
 		}
 		/* A credit violation takes the slow path, which resets the connection. */
-		if (r->total + h.len > rx_room(t, r->c))
+		if (r->total + h.len > from_guest_room(t, r->c))
 			break;
 		got = iov_slice(t->io.iov + r->cnt, t->io.n - r->cnt, iov, iovcnt[i], 0, h.len);
 		if (got == 0 && h.len)
@@ -678,7 +678,7 @@ static unsigned int data_run_to_host(struct conn_table *t, const struct data_run
 			break;
 		}
 		done += lens[i];
-		rx_count(t, c, lens[i]);
+		from_guest_count(t, c, lens[i]);
 		t->stats.from_guest_pkts++;
 	}
 	if (i == 0)
@@ -786,7 +786,7 @@ static uint32_t ctl_to_guest(struct conn_table *t, struct conn *c, const struct 
 static void data_sent(struct conn_table *t, struct conn *c, uint32_t bytes)
 {
 	c->fwd_sent = c->fwd_cnt;
-	c->tx_cnt += bytes;
+	c->to_guest_cnt += bytes;
 	if (c->ctl_pending == CTL_CREDIT)
 		ctl_del(t, c);
 	c->ctl_pending &= (uint8_t)~CTL_CREDIT;

@@ -48,8 +48,9 @@ enum conn_state {
 #define L_POLLED	(1u << 5)	/* on the polled list: its endpoint has no events */
 
 /*
- * One vsock connection. "rx" is what we receive from the guest and "tx" what we send it,
- * as the spec's counters (fwd_cnt, tx_cnt); the queues are named by where they go.
+ * One vsock connection. Its counters and queues are named by the way their bytes go
+ * (README.md here): the spec names its counters from the sender's side (tx_cnt), which for
+ * the device is the reverse of virtio's tx and rx rings.
  */
 struct conn {
 	TAILQ_ENTRY(conn) work_link;
@@ -73,12 +74,12 @@ struct conn {
 	uint8_t guest_shut;	/* SHUTDOWN flags received from the guest */
 	uint8_t stalled;	/* counted one credit stall, not over yet */
 	uint8_t hashed;
-	/* Our receive side (guest -> host). */
-	uint32_t rx_cnt;	/* bytes received from the guest */
+	/* Guest -> host: our receive buffer. */
+	uint32_t from_guest_cnt;	/* bytes taken from the guest */
 	uint32_t fwd_cnt;	/* of those, taken by the host end */
 	uint32_t fwd_sent;	/* fwd_cnt in our last header to the guest */
-	/* The guest's receive side (host -> guest). */
-	uint32_t tx_cnt;	/* bytes sent to the guest */
+	/* Host -> guest: the guest's receive buffer. */
+	uint32_t to_guest_cnt;	/* bytes sent to the guest */
 	uint32_t peer_buf_alloc;
 	uint32_t peer_fwd_cnt;
 };
@@ -120,7 +121,7 @@ struct conn_table {
 	 * mbufs held per direction, against half of conf.mbuf_quota each (dir_quota):
 	 * to_guest_held (the to_guest queues), and to_host_held (the to_host queues and the
 	 * mbufs endpoints have not taken yet). Kept apart so that neither direction can starve
-	 * the other: to_guest drains into the guest's rx ring whatever the tx side waits for,
+	 * the other: to_guest drains into the guest's rx ring whatever guest -> host waits for,
 	 * which rules out a cycle of waits between two VMs.
 	 */
 	uint32_t to_guest_held, to_host_held;
@@ -180,10 +181,13 @@ bool conn_read(struct conn_table *t, struct conn *c, uint32_t *moved);
 /* RST from @p peer_cid for a packet that has no connection (or must not get one). */
 void rst_queue_from(struct conn_table *t, const struct vsock_hdr *h, uint64_t peer_cid);
 
-/* Bytes the guest can still take: peer_buf_alloc - (tx_cnt - peer_fwd_cnt), never negative. */
+/*
+ * Bytes the guest can still take: peer_buf_alloc - (to_guest_cnt - peer_fwd_cnt), never
+ * negative.
+ */
 static inline uint32_t peer_credit(const struct conn *c)
 {
-	uint32_t in_flight = c->tx_cnt - c->peer_fwd_cnt;
+	uint32_t in_flight = c->to_guest_cnt - c->peer_fwd_cnt;
 
 	return in_flight >= c->peer_buf_alloc ? 0 : c->peer_buf_alloc - in_flight;
 }
@@ -199,7 +203,7 @@ static inline uint32_t quota_left(uint32_t held, uint32_t quota)
 /* Host -> guest bytes queued per connection: guest credit bounds it too. */
 #define TO_GUEST_MAX (64u * 1024)
 /* With a quota, a connection's host reads may always fill this many mbufs, whatever its share. */
-#define RX_SHARE_MIN 2u
+#define TO_GUEST_SHARE_MIN 2u
 
 /* Bytes of to_guest the guest may be sent now. */
 static inline uint32_t sendable(const struct conn *c)
@@ -251,7 +255,7 @@ static inline void data_update(struct conn_table *t, struct conn *c)
  */
 static inline void credit_check(struct conn_table *t, struct conn *c)
 {
-	uint32_t believed_used = c->rx_cnt - c->fwd_sent;
+	uint32_t believed_used = c->from_guest_cnt - c->fwd_sent;
 
 	if (c->fwd_cnt != c->fwd_sent && believed_used > t->conf.buf_alloc / 2 &&
 	    c->state == CS_ESTABLISHED)
@@ -268,24 +272,24 @@ static inline void credit_resume(struct conn_table *t, struct conn *c)
 }
 
 /* Bytes the guest may still send: buf_used + len <= buf_alloc, as it must check itself. */
-static inline uint32_t rx_room(const struct conn_table *t, const struct conn *c)
+static inline uint32_t from_guest_room(const struct conn_table *t, const struct conn *c)
 {
-	return t->conf.buf_alloc - (c->rx_cnt - c->fwd_cnt);
+	return t->conf.buf_alloc - (c->from_guest_cnt - c->fwd_cnt);
 }
 
 /*
  * The mbuf quota. Each direction may hold dir_quota mbufs; on the host side each
- * connection reads up to its equal share of that (at least RX_SHARE_MIN), so that
+ * connection reads up to its equal share of that (at least TO_GUEST_SHARE_MIN), so that
  * connections whose guest does not read cannot take every mbuf from the others, and a VM
  * cannot take more than its share of the pool from the other VMs.
  */
-static inline uint32_t rx_share_left(const struct conn_table *t, const struct conn *c)
+static inline uint32_t to_guest_share_left(const struct conn_table *t, const struct conn *c)
 {
 	uint32_t share;
 
 	if (t->dir_quota == UINT32_MAX)
 		return UINT32_MAX;
-	share = RTE_MAX(t->dir_quota / RTE_MAX(t->nb_used, 1u), RX_SHARE_MIN);
+	share = RTE_MAX(t->dir_quota / RTE_MAX(t->nb_used, 1u), TO_GUEST_SHARE_MIN);
 	return quota_left(c->to_guest.nb, share);
 }
 

@@ -489,7 +489,7 @@ uint32_t conn_table_snapshot(const struct conn_table *t, struct vsock_pmd_conn_i
 
 	for (i = 0; i < t->conf.max_conns && n < max; i++) {
 		const struct conn *c = &t->conns[i];
-		uint32_t held = c->rx_cnt - c->fwd_cnt;
+		uint32_t held = c->from_guest_cnt - c->fwd_cnt;
 		struct vsock_pmd_conn_info *o;
 
 		if (c->state == CS_FREE)
@@ -499,8 +499,8 @@ uint32_t conn_table_snapshot(const struct conn_table *t, struct vsock_pmd_conn_i
 			.guest_port = c->guest_port,
 			.host_port = c->host_port,
 			.peer_cid = c->peer_cid,
-			.from_guest_bytes = c->rx_cnt,
-			.to_guest_bytes = c->tx_cnt,
+			.from_guest_bytes = c->from_guest_cnt,
+			.to_guest_bytes = c->to_guest_cnt,
 			.guest_credit = held >= t->conf.buf_alloc ? 0 : t->conf.buf_alloc - held,
 			.our_buf_alloc = t->conf.buf_alloc,
 			.host_credit = peer_credit(c),
