@@ -64,6 +64,7 @@
 #define GUEST_CID	3
 #define OTHER_CID	5		/* a guest ours may reach: pipes */
 #define NATIVE_PORT	7000		/* a native listener on the host: pipes */
+#define NATIVE_SRC_PORT	(1u << 31)	/* a native program's first source port (ep_native.c) */
 #define TXQ_MAX		32		/* guest packets waiting in its tx ring */
 #define PIECES_MAX	16
 #define FLOWS_MAX	256
@@ -1169,7 +1170,7 @@ static void run_op(struct input *in)
 		addr = (struct ep_addr){
 			.src_cid = a & 1 ? OTHER_CID : 7,
 			.dst_cid = a & 2 ? GUEST_CID + 1 : GUEST_CID,
-			.src_port = a & 4 ? EP_PIPE_NATIVE_PORT_FIRST + b : 5000,
+			.src_port = a & 4 ? NATIVE_SRC_PORT + b : 5000,
 			.dst_port = gports[b % 4],
 			.type = a & 8 ? VIRTIO_VSOCK_TYPE_SEQPACKET : VIRTIO_VSOCK_TYPE_STREAM,
 		};

@@ -42,8 +42,9 @@ OUTSIDE = {
 	'vsock_harness': {'vsock_frontend'},
 }
 # The protocol sees the endpoints through their facade only: these headers of endpoint/,
-# and of the endpoint room's symbols only those the facade declares.
-FACADE = {'proto': ('endpoint', {'ep.h', 'ep_queue.h'}, 'ep.h')}
+# alone in their folder (the protocol's include path has that folder, not the room's), and
+# of the endpoint room's symbols only those the facade's first header declares.
+FACADE = {'proto': ('endpoint', 'facade', ('ep.h', 'ep_queue.h'))}
 # The library's own assembly, beside the rooms.
 TOP_FILES = {'meson.build', 'version.c', 'version.map', 'README.md'}
 
@@ -155,7 +156,8 @@ def main():
 	for name in sorted(os.listdir(lib)):
 		path = os.path.join(lib, name)
 		if os.path.isdir(path):
-			rooms[name] = sorted(f for f in os.listdir(path) if f.endswith(('.c', '.h')))
+			rooms[name] = [os.path.relpath(f, os.path.join('lib', 'vsock_pmd', name))
+				for f in c_files(root, [os.path.join('lib', 'vsock_pmd', name)])]
 		elif name not in TOP_FILES:
 			stray.append(name)
 	check(set(rooms) == set(USES), 'the rooms are ' + ', '.join(sorted(USES)),
@@ -165,7 +167,7 @@ def main():
 	home = {}	# header -> its room
 	twice = []
 	for room, files in rooms.items():
-		for f in files:
+		for f in map(os.path.basename, files):
 			if f.endswith('.h'):
 				if f in home:
 					twice.append(f'{f} in {home[f]}/ and {room}/')
@@ -210,14 +212,18 @@ def main():
 		check(not bad, f'{name}/ includes only itself, '
 			+ ''.join(f'{o}/, ' for o in sorted(OUTSIDE[name])) + 'and include/', bad)
 
-	for room, (other, headers, _) in sorted(FACADE.items()):
+	for room, (other, folder, headers) in sorted(FACADE.items()):
 		bad = []
 		for f in rooms.get(room, ()):
 			with open(os.path.join(lib, room, f), encoding='utf-8') as src:
 				for inc in INCLUDE.findall(src.read()):
 					if home.get(os.path.basename(inc)) == other and inc not in headers:
 						bad.append(f'{room}/{f}: #include "{inc}"')
-		check(not bad, f'{room}/ includes of {other}/ only ' + ', '.join(sorted(headers)), bad)
+		check(not bad, f'{room}/ includes of {other}/ only ' + ', '.join(headers), bad)
+		there = sorted(os.path.basename(f) for f in rooms.get(other, ())
+			if os.path.dirname(f) == folder)
+		check(there == sorted(headers), f'{other}/{folder}/ holds ' + ', '.join(headers)
+			+ ' and nothing else', [f'{other}/{folder}/: ' + ', '.join(there)])
 
 	# Who defines what, from the archives: an undefined symbol of one file defined in
 	# another is a use (a call, or a reference to data); across rooms, a use of that room.
@@ -254,10 +260,10 @@ def main():
 			if sym in defined and defined[sym] != room
 			and defined[sym] not in uses and sym not in uses})
 		check(not bad, f'{room}/ calls only into the rooms it may use', bad)
-	for room, (other, _, header) in sorted(FACADE.items()):
+	for room, (other, folder, (header, *_)) in sorted(FACADE.items()):
 		if room not in units:
 			continue
-		with open(os.path.join(lib, other, header), encoding='utf-8') as src:
+		with open(os.path.join(lib, other, folder, header), encoding='utf-8') as src:
 			declared = set(re.findall(r'\b(\w+)\s*\(', src.read()))
 		bad = sorted({f'{src} uses {sym}' for src, sym in undefined[room]
 			if defined.get(sym) == other and sym not in declared})

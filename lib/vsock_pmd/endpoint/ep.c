@@ -16,7 +16,9 @@
 
 #include "ep.h"
 #include "ep_native.h"
+#include "ep_pipe.h"
 #include "ep_sibling.h"
+#include "ep_uds.h"
 #include "vsock_pkt.h"
 
 int ep_host_init(struct ep_host *h, const char *uds_path, int listen_fd,

@@ -15,17 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** Longest CONNECT line we accept, '\n' included ("CONNECT 4294967295\n" is 19 bytes). */
-#define EP_UDS_LINE_MAX 32
+#include "ep.h"	/* struct ep_uds_line */
 
 /** Longest "OK <port>\n" reply. */
 #define EP_UDS_OK_MAX 16
-
-/** A CONNECT line being read from one host socket. */
-struct ep_uds_line {
-	uint8_t len;			/* bytes in buf */
-	char buf[EP_UDS_LINE_MAX];
-};
 
 /**
  * Make room for a socket we are about to bind at @p path: a socket file left there (by a run

@@ -4,7 +4,7 @@
 
 /**
  * The vsock connection table of one device: the per-connection state machine and credit
- * accounting both ways, between the guest's packets and the host ends (endpoint/ep.h:
+ * accounting both ways, between the guest's packets and the host ends (endpoint/facade/ep.h:
  * hybrid vsock sockets, pipes to other guests and native programs).
  *
  * One table belongs to one device and is used by one lcore at a time: no call takes a lock.

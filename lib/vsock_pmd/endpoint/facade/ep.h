@@ -30,9 +30,9 @@
 #include <rte_ring.h>
 
 #include "ep_queue.h"
-#include "ep_pipe.h"
-#include "ep_uds.h"
 
+struct ep_pipe;
+struct ep_waker;
 struct rte_mempool;
 
 enum ep_kind {
@@ -59,6 +59,18 @@ enum ep_kind {
 #define EP_CAP_POLLED	(1u << 0)	/* no readiness events: serve it every round */
 #define EP_CAP_WHOLE_MSG (1u << 1)	/* SEQPACKET: one whole message per read and write */
 #define EP_CAP_READV	(1u << 2)	/* a byte stream: ep_readv() reads it into any memory */
+
+/** Longest CONNECT line we accept, '\n' included ("CONNECT 4294967295\n" is 19 bytes). */
+#define EP_UDS_LINE_MAX 32
+
+/**
+ * A CONNECT line being read from one host socket (ep_uds.h): here, as struct ep holds it,
+ * so that the protocol needs no kind's header.
+ */
+struct ep_uds_line {
+	uint8_t len;			/* bytes in buf */
+	char buf[EP_UDS_LINE_MAX];
+};
 
 struct ep {
 	struct ep_pipe *pipe;	/* EP_PIPE: the pipe, of which we are side @p side */
