@@ -54,7 +54,7 @@
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
-#include "conn_priv.h"
+#include "conn_table.h"
 #include "fake_ep.h"
 #include "fuzz_input.h"
 #include "iov.h"

@@ -13,7 +13,8 @@
  * - host -> guest: a stream end that can be (a Unix stream socket, EP_CAP_READV) is read
  *   straight into the guest's rx buffers, one read for as many as it fills, within the
  *   guest's credit (direct_to_guest()); other ends are read into the connection's to_guest
- *   queue up to the guest's credit (conn_read()), handed out one rx buffer at a time.
+ *   queue up to the guest's credit (conn_read(), conn_host.c), handed out one rx buffer
+ *   at a time.
  *   conn_to_guest_burst() serves both, after control packets.
  *
  * Work is driven by lists (conn_table.c), never by scanning the table. Socket events are
@@ -30,15 +31,14 @@
 
 #include <vsock_pmd.h>
 
-#include "conn_priv.h"
+#include "conn_credit.h"
+#include "conn_table.h"
 #include "iov.h"
 
 
 /* The guest's SEQPACKET bits travel in mbufs as they are. */
 _Static_assert(MQ_EOM == VIRTIO_VSOCK_SEQ_EOM && MQ_EOR == VIRTIO_VSOCK_SEQ_EOR,
 	       "mbuf message bits are the header's");
-
-/* ---- credit ---- */
 
 /* ---- connection life ---- */
 
@@ -134,83 +134,6 @@ bool conn_flush(struct conn_table *t, struct conn *c, uint32_t *moved)
 	credit_check(t, c);
 	guest_shutdown_apply(t, c);
 	return true;
-}
-
-/*
- * Read the host end into to_guest within the guest's credit and the mbuf quota. Returns
- * true when more can be read now; *@p moved gets the bytes read.
- */
-/* Host bytes wait because the guest has no credit: counted once until it has again. */
-static void credit_stall(struct conn_table *t, struct conn *c)
-{
-	if (!c->stalled) {
-		c->stalled = 1;
-		t->stats.credit_stalls++;
-	}
-}
-
-bool conn_read(struct conn_table *t, struct conn *c, uint32_t *moved)
-{
-	bool whole = c->ep.caps & EP_CAP_WHOLE_MSG;
-	uint32_t want, lim;
-	ssize_t n;
-
-	*moved = 0;
-	/*
-	 * After the guest's SHUTDOWN(RCV) (EP_RD_SHUT) nothing more is read: a socket still hands
-	 * out what was queued before our shutdown(SHUT_RD), and its edge for it says readable.
-	 */
-	if (!(c->ep.ev & EP_READABLE) || (c->ep.ev & (EP_EOF | EP_RD_SHUT)))
-		return false;
-	if (!can_read(c)) {
-		/* The guest's window is full: its CREDIT_UPDATE puts us back to work. */
-		credit_stall(t, c);
-		return false;
-	}
-	c->stalled = 0;
-	if (c->ep.caps & EP_CAP_READV) {
-		/* Read once the guest's rx buffers are there, into them: direct_to_guest(). */
-		data_update(t, c);
-		return false;
-	}
-	/* A message's size is unknown until it is read: room for the largest. */
-	want = whole ? READ_CHUNK :
-	       RTE_MIN(peer_credit(c), TO_GUEST_MAX) - c->to_guest.bytes;
-	lim = quota_left(t->to_guest_held, t->dir_quota);
-	if (!whole) {
-		uint32_t share = to_guest_share_left(t, c);
-
-		/* At its share: data_to_guest() puts it back to work as the guest takes it. */
-		if (share == 0)
-			return false;
-		lim = RTE_MIN(lim, share);
-		if (lim == 0)
-			goto quota;
-	} else if ((want + t->io.room - 1) / t->io.room > lim && t->to_guest_held) {
-		goto quota;	/* a message larger than the whole quota may still be read alone */
-	}
-	n = ep_recv(&c->ep, &t->io, &c->to_guest, &t->to_guest_held, want, lim);
-	if (n == -ENOBUFS) {
-		t->stats.pool_empty++;
-		return true;	/* retry on the next poll */
-	}
-	if (n < 0) {
-		conn_reset(t, c, n == -EMSGSIZE ? CONN_ERR_MSG_SIZE : CONN_ERR_HOST_IO);
-		return false;
-	}
-	*moved = (uint32_t)n;
-	t->stats.host_read_bytes += (uint64_t)n;
-	/* More than the guest's window came (a pipe's burst, a whole message): it waits. */
-	if (c->to_guest.bytes > peer_credit(c))
-		credit_stall(t, c);
-	data_update(t, c);
-	host_shutdown_check(t, c);
-	return (c->ep.ev & EP_READABLE) && !whole && c->to_guest.bytes < TO_GUEST_MAX;
-quota:
-	/* The table's host-side mbufs are used up: qwait_wake() puts it back to work. */
-	if (!(c->ep.caps & EP_CAP_POLLED))
-		qwait_add(t, c);
-	return false;
 }
 
 /* ---- guest -> host ---- */
@@ -457,16 +380,6 @@ static void guest_shutdown(struct conn_table *t, struct conn *c, uint32_t flags)
 		c->ep.ev &= ~EP_READABLE;
 	}
 	guest_shutdown_apply(t, c);
-}
-
-void conn_table_set_seqpacket(struct conn_table *t, bool on)
-{
-	t->conf.seqpacket = on;
-}
-
-void conn_table_set_guest(struct conn_table *t, bool attached)
-{
-	t->conf.no_guest = !attached;
 }
 
 /* Decode and check a guest header; @p plen is the payload the descriptors hold. */
@@ -958,20 +871,4 @@ uint32_t conn_to_guest(struct conn_table *t, const struct iovec *buf, unsigned i
 	if (cap < VSOCK_HDR_SIZE)
 		return 0;
 	return conn_to_guest_burst(t, buf, &iovcnt, &cap, 1, &len) ? len : 0;
-}
-
-bool conn_has_output(const struct conn_table *t)
-{
-	return t->rst_count || !TAILQ_EMPTY(&t->ctl) || !TAILQ_EMPTY(&t->data);
-}
-
-uint32_t conn_socket_count(const struct conn_table *t)
-{
-	return t->nb_used - t->nb_polled;
-}
-
-bool conn_table_quiet(const struct conn_table *t)
-{
-	return TAILQ_EMPTY(&t->timers) && TAILQ_EMPTY(&t->work) && TAILQ_EMPTY(&t->polled) &&
-	       TAILQ_EMPTY(&t->qwait) && !conn_has_output(t) && !ep_incoming_pending(&t->host);
 }

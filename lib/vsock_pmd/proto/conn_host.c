@@ -2,14 +2,17 @@
 /*
  * The host ends' side of the protocol: host programs and other guests connecting to our
  * guest, and serving each connection's host end when it has events (a socket's epoll edges)
- * or, having none, every round (a pipe). What the guest's packets do is conn.c.
+ * or, having none, every round (a pipe): its bytes out of to_host and into to_guest. What
+ * the guest's packets do is conn.c.
  */
+#include <errno.h>
 #include <string.h>
 
 #include <rte_common.h>
 #include <rte_mbuf.h>
 
-#include "conn_priv.h"
+#include "conn_credit.h"
+#include "conn_table.h"
 
 /* Host ports we hand out for host -> guest connections, as Firecracker: [2^30, 2^31). */
 #define HOST_PORT_FIRST (1u << 30)
@@ -165,6 +168,74 @@ static unsigned int accept_incoming(struct conn_table *t, unsigned int budget)
 }
 
 /* ---- serving host ends ---- */
+
+/*
+ * Read the host end into to_guest within the guest's credit and the mbuf quota. Returns
+ * true when more can be read now; *@p moved gets the bytes read.
+ */
+static bool conn_read(struct conn_table *t, struct conn *c, uint32_t *moved)
+{
+	bool whole = c->ep.caps & EP_CAP_WHOLE_MSG;
+	uint32_t want, lim;
+	ssize_t n;
+
+	*moved = 0;
+	/*
+	 * After the guest's SHUTDOWN(RCV) (EP_RD_SHUT) nothing more is read: a socket still hands
+	 * out what was queued before our shutdown(SHUT_RD), and its edge for it says readable.
+	 */
+	if (!(c->ep.ev & EP_READABLE) || (c->ep.ev & (EP_EOF | EP_RD_SHUT)))
+		return false;
+	if (!can_read(c)) {
+		/* The guest's window is full: its CREDIT_UPDATE puts us back to work. */
+		credit_stall(t, c);
+		return false;
+	}
+	c->stalled = 0;
+	if (c->ep.caps & EP_CAP_READV) {
+		/* Read once the guest's rx buffers are there, into them: direct_to_guest(). */
+		data_update(t, c);
+		return false;
+	}
+	/* A message's size is unknown until it is read: room for the largest. */
+	want = whole ? READ_CHUNK :
+	       RTE_MIN(peer_credit(c), TO_GUEST_MAX) - c->to_guest.bytes;
+	lim = quota_left(t->to_guest_held, t->dir_quota);
+	if (!whole) {
+		uint32_t share = to_guest_share_left(t, c);
+
+		/* At its share: data_to_guest() puts it back to work as the guest takes it. */
+		if (share == 0)
+			return false;
+		lim = RTE_MIN(lim, share);
+		if (lim == 0)
+			goto quota;
+	} else if ((want + t->io.room - 1) / t->io.room > lim && t->to_guest_held) {
+		goto quota;	/* a message larger than the whole quota may still be read alone */
+	}
+	n = ep_recv(&c->ep, &t->io, &c->to_guest, &t->to_guest_held, want, lim);
+	if (n == -ENOBUFS) {
+		t->stats.pool_empty++;
+		return true;	/* retry on the next poll */
+	}
+	if (n < 0) {
+		conn_reset(t, c, n == -EMSGSIZE ? CONN_ERR_MSG_SIZE : CONN_ERR_HOST_IO);
+		return false;
+	}
+	*moved = (uint32_t)n;
+	t->stats.host_read_bytes += (uint64_t)n;
+	/* More than the guest's window came (a pipe's burst, a whole message): it waits. */
+	if (c->to_guest.bytes > peer_credit(c))
+		credit_stall(t, c);
+	data_update(t, c);
+	host_shutdown_check(t, c);
+	return (c->ep.ev & EP_READABLE) && !whole && c->to_guest.bytes < TO_GUEST_MAX;
+quota:
+	/* The table's host-side mbufs are used up: qwait_wake() puts it back to work. */
+	if (!(c->ep.caps & EP_CAP_POLLED))
+		qwait_add(t, c);
+	return false;
+}
 
 /*
  * Serve one connection's host end: what it said, data both ways. Returns what happened:

@@ -24,7 +24,8 @@
 
 #include <vsock_pmd.h>
 
-#include "conn_priv.h"
+#include "conn_credit.h"
+#include "conn_table.h"
 
 /* A connection's address in the table; the peer's CID tells guests apart. */
 struct conn_key {
@@ -438,6 +439,32 @@ const char *conn_err_str(enum conn_err err)
 	};
 
 	return (unsigned int)err < CONN_ERR_MAX ? names[err] : "unknown";
+}
+
+void conn_table_set_seqpacket(struct conn_table *t, bool on)
+{
+	t->conf.seqpacket = on;
+}
+
+void conn_table_set_guest(struct conn_table *t, bool attached)
+{
+	t->conf.no_guest = !attached;
+}
+
+bool conn_has_output(const struct conn_table *t)
+{
+	return t->rst_count || !TAILQ_EMPTY(&t->ctl) || !TAILQ_EMPTY(&t->data);
+}
+
+uint32_t conn_socket_count(const struct conn_table *t)
+{
+	return t->nb_used - t->nb_polled;
+}
+
+bool conn_table_quiet(const struct conn_table *t)
+{
+	return TAILQ_EMPTY(&t->timers) && TAILQ_EMPTY(&t->work) && TAILQ_EMPTY(&t->polled) &&
+	       TAILQ_EMPTY(&t->qwait) && !conn_has_output(t) && !ep_incoming_pending(&t->host);
 }
 
 int conn_table_epoll_fd(const struct conn_table *t)
