@@ -143,24 +143,6 @@ static inline void vsock_pkt_build(struct vsock_hdr *h, const struct vsock_flow 
 	h->fwd_cnt = fwd_cnt;
 }
 
-/**
- * Fill @p h as a payload-less answer (RESPONSE, RST, CREDIT_UPDATE, ...) to
- * @p in: addresses swapped, same type.
- */
-static inline void vsock_pkt_reply(struct vsock_hdr *h, const struct vsock_hdr *in,
-		uint16_t op, uint32_t flags, uint32_t buf_alloc, uint32_t fwd_cnt)
-{
-	const struct vsock_flow back = {
-		.src_cid = in->dst_cid,
-		.dst_cid = in->src_cid,
-		.src_port = in->dst_port,
-		.dst_port = in->src_port,
-		.type = in->type,
-	};
-
-	vsock_pkt_build(h, &back, op, 0, flags, buf_alloc, fwd_cnt);
-}
-
 #ifdef __cplusplus
 }
 #endif

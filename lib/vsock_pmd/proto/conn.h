@@ -267,9 +267,6 @@ int conn_table_epoll_fd(const struct conn_table *t);
 /** Open connections, CONNECT lines in progress included. */
 uint32_t conn_count(const struct conn_table *t);
 
-/** mbufs the table holds now (queues, and pipe connections' mbufs not yet taken). */
-uint32_t conn_table_mbufs(const struct conn_table *t);
-
 /** The table's counters. */
 const struct conn_stats *conn_table_stats(const struct conn_table *t);
 

@@ -477,11 +477,6 @@ uint32_t conn_count(const struct conn_table *t)
 	return t->nb_used;
 }
 
-uint32_t conn_table_mbufs(const struct conn_table *t)
-{
-	return t->to_guest_held + t->to_host_held;
-}
-
 const struct conn_stats *conn_table_stats(const struct conn_table *t)
 {
 	return &t->stats;
