@@ -141,7 +141,7 @@ int ep_connect(struct ep_host *h, struct ep *e, uint64_t token, const struct ep_
 	pipe_take(h, e, p, 0);
 	/*
 	 * The enqueue publishes p's fields to the side that dequeues it. A native listener's
-	 * ring (the host's CID) only while the listener is still open.
+	 * rte_ring (the host's CID) only while the listener is still open.
 	 */
 	if (a->dst_cid == VSOCK_HOST_CID ?
 	    ep_native_listener_enqueue(a->src_cid, a->dst_port, p) < 0 :

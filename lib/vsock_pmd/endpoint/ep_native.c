@@ -37,7 +37,7 @@
 #define HANDLE_GEN_MASK 0x7fff
 #define HANDLE_IDX_BITS 16
 /* Guests waiting for one listener's accept. */
-#define ACCEPT_RING_SIZE 256
+#define BACKLOG_SIZE 256
 #define REGION_MZ "vsock_native"
 
 struct listener {
@@ -47,7 +47,7 @@ struct listener {
 	uint32_t enqueuers;	/* workers between their look at active and their enqueue */
 	uint16_t gen;
 	uint8_t owner;		/* the process that listens */
-	struct rte_ring *accept;
+	struct rte_ring *backlog;
 };
 
 /*
@@ -144,8 +144,8 @@ int ep_native_init(int socket)
 		l->active = 0;
 		l->enqueuers = 0;
 		snprintf(name, sizeof(name), "vsock_accept_%u", i);
-		l->accept = rte_ring_create(name, ACCEPT_RING_SIZE, socket, RING_F_SC_DEQ);
-		if (!l->accept) {
+		l->backlog = rte_ring_create(name, BACKLOG_SIZE, socket, RING_F_SC_DEQ);
+		if (!l->backlog) {
 			ep_native_fini();
 			return -ENOMEM;
 		}
@@ -184,7 +184,7 @@ static void accept_drain(struct listener *l)
 {
 	struct ep_pipe *p;
 
-	while (rte_ring_dequeue(l->accept, (void **)&p) == 0)
+	while (rte_ring_dequeue(l->backlog, (void **)&p) == 0)
 		ep_pipe_release(p, 1, EP_PIPE_RST);
 }
 
@@ -213,10 +213,10 @@ void ep_native_fini(void)
 	for (i = 0; i < VSOCK_NATIVE_MAX_LISTENERS; i++) {
 		struct listener *l = &region->listeners[i];
 
-		if (l->accept)
+		if (l->backlog)
 			listener_stop(l);
-		rte_ring_free(l->accept);
-		l->accept = NULL;
+		rte_ring_free(l->backlog);
+		l->backlog = NULL;
 	}
 	region = NULL;
 }
@@ -237,11 +237,11 @@ static struct listener *listener_find(uint64_t cid, uint32_t port)
 	return NULL;
 }
 
-struct rte_ring *ep_native_listener_ring(uint64_t cid, uint32_t port)
+struct rte_ring *ep_native_listener_backlog(uint64_t cid, uint32_t port)
 {
 	struct listener *l = listener_find(cid, port);
 
-	return l ? l->accept : NULL;
+	return l ? l->backlog : NULL;
 }
 
 int ep_native_listener_enqueue(uint64_t cid, uint32_t port, struct ep_pipe *p)
@@ -254,8 +254,8 @@ int ep_native_listener_enqueue(uint64_t cid, uint32_t port, struct ep_pipe *p)
 	/* Full fence (store->load): pairs with listener_stop()'s between active and enqueuers. */
 	__atomic_fetch_add(&l->enqueuers, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&l->active, __ATOMIC_SEQ_CST) && l->cid == cid && l->port == port)
-		rc = rte_ring_mp_enqueue(l->accept, p) < 0 ? -ENOBUFS : 0;
-	/* Release: the enqueue is done before listener_stop() may drain the ring. */
+		rc = rte_ring_mp_enqueue(l->backlog, p) < 0 ? -ENOBUFS : 0;
+	/* Release: the enqueue is done before listener_stop() may drain the backlog. */
 	__atomic_fetch_sub(&l->enqueuers, 1, __ATOMIC_RELEASE);
 	return rc;
 }
@@ -324,7 +324,7 @@ int vsock_native_accept(int lh)
 	l = listener_of(lh);
 	if (!l)
 		return -EBADF;
-	while (rte_ring_dequeue(l->accept, (void **)&p) == 0) {
+	while (rte_ring_dequeue(l->backlog, (void **)&p) == 0) {
 		/* The guest gave up waiting (its table timed out): nothing to accept. */
 		if (ep_pipe_flags(p, 0) & (EP_PIPE_RST | EP_PIPE_CLOSED)) {
 			ep_pipe_release(p, 1, EP_PIPE_RST);
@@ -371,7 +371,7 @@ int vsock_native_connect(uint64_t cid, uint32_t port, int type)
 	p->prog_owner = my_owner;
 	/* Release: a reaper that sees the handle open sees its owner (release_owner()). */
 	__atomic_store_n(&p->prog_open, 1, __ATOMIC_RELEASE);
-	/* The ring's enqueue publishes every field above to the table that takes it. */
+	/* The rte_ring's enqueue publishes every field above to the table that takes it. */
 	if (rte_ring_mp_enqueue(in, p) < 0) {
 		p->prog_open = 0;
 		ep_pipe_release(p, 1, EP_PIPE_RST);
@@ -405,7 +405,7 @@ int vsock_native_state(int h)
 	if (rc < 0)
 		return rc;
 	s = (unsigned int)p->prog_side;
-	/* Flags first (acquire), then the ring: empty after SHUT_SEND means drained. */
+	/* Flags first (acquire), then the rte_ring: empty after SHUT_SEND means drained. */
 	peer = ep_pipe_flags(p, !s);
 	return state_of(p, ep_pipe_flags(p, s), peer,
 			rte_ring_empty(p->r[!s]) && !p->msg_head);
@@ -496,7 +496,7 @@ int vsock_native_send_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 	return n;
 }
 
-/* SEQPACKET: pieces from the ring become whole messages, one mbuf chain each. */
+/* SEQPACKET: pieces from the rte_ring become whole messages, one mbuf chain each. */
 static int recv_messages(struct ep_pipe *p, struct rte_ring *in, struct rte_mbuf **pkts,
 			 uint16_t n)
 {
@@ -539,7 +539,7 @@ int vsock_native_recv_burst(int h, struct rte_mbuf **pkts, uint16_t n)
 		got = (int)rte_ring_sc_dequeue_burst(in, (void **)pkts, n, NULL);
 	if (got == 0 && n && (peer & EP_PIPE_SHUT_SEND) && rte_ring_empty(in))
 		return -ESHUTDOWN;
-	/* Room in the ring: the worker may sleep with the guest's data waiting for it. */
+	/* Room in the rte_ring: the worker may sleep with the guest's data waiting for it. */
 	if (got > 0)
 		ep_pipe_wake(p, !s);
 	return got;

@@ -13,12 +13,12 @@
 struct rte_ring;
 
 /**
- * The primary: create the listeners' accept rings on NUMA node @p socket and open the API to
- * every process of the group. @return 0 or -ENOMEM.
+ * The primary: create the listeners' backlogs (rte_rings) on NUMA node @p socket and open
+ * the API to every process of the group. @return 0 or -ENOMEM.
  */
 int ep_native_init(int socket);
 
-/** Refuse what still waits on listeners, free their rings; the API returns -ENODEV after. */
+/** Refuse what still waits on listeners, free their backlogs; the API returns -ENODEV after. */
 void ep_native_fini(void);
 
 /**
@@ -38,19 +38,19 @@ void ep_native_detach(void);
 unsigned int ep_native_release_owner(uint8_t owner, bool dead);
 
 /**
- * The accept ring (struct ep_pipe *, MP/SC) of the listener on host port @p port of VM
- * @p cid, or NULL when no program listens there. Any worker, lock-free.
+ * The backlog (an rte_ring of struct ep_pipe *, MP/SC) of the listener on host port @p port
+ * of VM @p cid, or NULL when no program listens there. Any worker, lock-free.
  */
-struct rte_ring *ep_native_listener_ring(uint64_t cid, uint32_t port);
+struct rte_ring *ep_native_listener_backlog(uint64_t cid, uint32_t port);
 
 struct ep_pipe;
 
 /**
- * Put @p p on the accept ring of the listener on host port @p port of VM @p cid, if one
- * still listens there: against vsock_native_listen_close(), which waits for an enqueue in
- * progress before it drains the ring, so that no pipe is ever left on the ring of a closed
+ * Put @p p on the backlog of the listener on host port @p port of VM @p cid, if one still
+ * listens there: against vsock_native_listen_close(), which waits for an enqueue in progress
+ * before it drains the backlog, so that no pipe is ever left on the backlog of a closed
  * listener. Any worker, lock-free. @return 0, -ECONNREFUSED (no listener now) or -ENOBUFS
- * (its ring is full).
+ * (its backlog is full).
  */
 int ep_native_listener_enqueue(uint64_t cid, uint32_t port, struct ep_pipe *p);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Pipes: their pool, and their bytes as an endpoint (ep.h): mbufs move whole between a
- * connection's queues and the pipe's two rings, no copy; the far side's flags become events.
+ * connection's queues and the pipe's two rte_rings, no copy; the far side's flags become events.
  *
  * The pool of pipes. Everything is allocated once, at start: a connection's
  * setup takes a pipe from a lock-free free list and never calls the allocator, so a
@@ -34,7 +34,7 @@
 #include "ep_pipe.h"
 
 #define POOL_MZ "vsock_ep_pool"
-#define FREE_LIST "vsock_ep_ring_free"
+#define FREE_LIST "vsock_ep_pipe_free"
 
 /* One VM's share; in_use and refused change from any thread of any process. */
 struct ep_share {
@@ -46,7 +46,7 @@ struct ep_share {
 /* The memzone's head; the pipes, then their rte_rings, follow it. */
 struct ep_pool {
 	unsigned int nb;
-	size_t ring_bytes;
+	size_t r_bytes;
 	struct rte_ring *free_list;
 	unsigned int nb_shares;
 	struct ep_share share[VSOCK_PMD_MAX_VMS];
@@ -61,7 +61,7 @@ struct ep_pipe *ep_pipe_at(uint32_t idx)
 	return pool && idx < pool->nb ? &pool->ep[idx] : NULL;
 }
 
-static void ring_drain(struct rte_ring *r)
+static void mbufs_drain(struct rte_ring *r)
 {
 	struct rte_mbuf *m[32];
 	unsigned int n;
@@ -70,13 +70,13 @@ static void ring_drain(struct rte_ring *r)
 		rte_pktmbuf_free_bulk(m, n);
 }
 
-int ep_pipe_pool_init(const uint32_t *quotas, unsigned int nb_shares, unsigned int ring_size,
+int ep_pipe_pool_init(const uint32_t *quotas, unsigned int nb_shares, unsigned int r_size,
 		      int socket)
 {
-	ssize_t sz = rte_ring_get_memsize(ring_size);
-	size_t ring_bytes, ep_bytes;
+	ssize_t sz = rte_ring_get_memsize(r_size);
+	size_t r_bytes, ep_bytes;
 	unsigned int i, s, nb = 0;
-	uint8_t *ring_mem;
+	uint8_t *r_mem;
 
 	if (pool)
 		return -EALREADY;
@@ -84,16 +84,16 @@ int ep_pipe_pool_init(const uint32_t *quotas, unsigned int nb_shares, unsigned i
 		nb += quotas[i];
 	if (nb == 0 || nb_shares > VSOCK_PMD_MAX_VMS || sz < 0)
 		return -EINVAL;
-	ring_bytes = RTE_ALIGN_CEIL((size_t)sz, RTE_CACHE_LINE_SIZE);
+	r_bytes = RTE_ALIGN_CEIL((size_t)sz, RTE_CACHE_LINE_SIZE);
 	ep_bytes = RTE_ALIGN_CEIL(sizeof(*pool) + sizeof(pool->ep[0]) * nb, RTE_CACHE_LINE_SIZE);
-	pool_mz = rte_memzone_reserve_aligned(POOL_MZ, ep_bytes + ring_bytes * 2 * nb, socket,
+	pool_mz = rte_memzone_reserve_aligned(POOL_MZ, ep_bytes + r_bytes * 2 * nb, socket,
 					      0, RTE_CACHE_LINE_SIZE);
 	if (!pool_mz)
 		return -ENOMEM;
 	pool = pool_mz->addr;
 	memset(pool, 0, ep_bytes);
 	pool->nb = nb;
-	pool->ring_bytes = ring_bytes;
+	pool->r_bytes = r_bytes;
 	pool->nb_shares = nb_shares;
 	for (i = 0; i < nb_shares; i++)
 		pool->share[i].quota = quotas[i];
@@ -102,19 +102,19 @@ int ep_pipe_pool_init(const uint32_t *quotas, unsigned int nb_shares, unsigned i
 		ep_pipe_pool_fini();
 		return -ENOMEM;
 	}
-	ring_mem = (uint8_t *)pool + ep_bytes;
+	r_mem = (uint8_t *)pool + ep_bytes;
 	for (i = 0; i < nb; i++) {
 		struct ep_pipe *p = &pool->ep[i];
 
 		p->idx = i;
 		p->prog_side = -1;
 		for (s = 0; s < 2; s++) {
-			struct rte_ring *r = (void *)(ring_mem + ring_bytes * (2 * i + s));
+			struct rte_ring *r = (void *)(r_mem + r_bytes * (2 * i + s));
 			char name[RTE_RING_NAMESIZE];
 
 			/* Not looked up by name: the name only has to fit. */
 			snprintf(name, sizeof(name), "vsock_epr_%u_%u", i, s);
-			if (rte_ring_init(r, name, ring_size, RING_F_SP_ENQ | RING_F_SC_DEQ) < 0) {
+			if (rte_ring_init(r, name, r_size, RING_F_SP_ENQ | RING_F_SC_DEQ) < 0) {
 				ep_pipe_pool_fini();
 				return -rte_errno;
 			}
@@ -150,8 +150,8 @@ void ep_pipe_pool_fini(void)
 		/* Where a failed init stopped. */
 		if (!pool->ep[i].r[0] || !pool->ep[i].r[1])
 			break;
-		ring_drain(pool->ep[i].r[0]);
-		ring_drain(pool->ep[i].r[1]);
+		mbufs_drain(pool->ep[i].r[0]);
+		mbufs_drain(pool->ep[i].r[1]);
 		rte_pktmbuf_free(pool->ep[i].msg_head);
 	}
 	rte_ring_free(pool->free_list);
@@ -200,8 +200,8 @@ void ep_pipe_release(struct ep_pipe *p, unsigned int side, uint32_t flags)
 	/* acq_rel: the last side sees every access the other side made before letting go. */
 	if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
-	ring_drain(p->r[0]);
-	ring_drain(p->r[1]);
+	mbufs_drain(p->r[0]);
+	mbufs_drain(p->r[1]);
 	rte_pktmbuf_free(p->msg_head);
 	p->msg_head = NULL;
 	p->msg_tail = NULL;
@@ -224,7 +224,7 @@ void ep_pipe_share_get(unsigned int owner, uint32_t *in_use, uint64_t *refused)
 
 /*
  * Whether the far side's mbufs wait, and its EOF: a far side that said it sends no more
- * (EP_FIN, loaded before this look) has nothing left once the ring is empty.
+ * (EP_FIN, loaded before this look) has nothing left once the rte_ring is empty.
  */
 static void pipe_readable(struct ep *e, struct rte_ring *in)
 {
@@ -298,7 +298,7 @@ int ep_pipe_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved)
 #define WRITEV_CHUNK 4
 
 /*
- * Guest bytes straight into fresh mbufs on the ring, without the to_host queue: one copy,
+ * Guest bytes straight into fresh mbufs on the rte_ring, without the to_host queue: one copy,
  * each mbuf filled to its room, whatever the packets' sizes (a run of small packets shares
  * one). A far side that reads no more gets nothing, as in ep_pipe_send().
  */

@@ -11,13 +11,13 @@
  *
  * One pipe joins two sides: side 0 opened the connection (its initiator), side 1 accepts
  * it. Each side is one thread at a time: it is the only producer of r[side] and the only
- * consumer of r[!side], so both rings are single-producer single-consumer, and it is the only
+ * consumer of r[!side], so both rte_rings are single-producer single-consumer, and it is the only
  * writer of flags[side]. Nothing else is shared: neither side ever touches the other's state.
  *
  * Data is mbufs (chains allowed), each segment's packet_type carrying MQ_EOM on the last
  * piece of a SEQPACKET message. Events are flags, ordered after the data: a side enqueues its
  * last mbufs, then sets EP_PIPE_SHUT_SEND (release); the other side, once it has loaded the
- * flag (acquire) and found the ring empty, has read everything.
+ * flag (acquire) and found the rte_ring empty, has read everything.
  */
 
 #include <stdbool.h>
@@ -67,13 +67,13 @@ struct ep_pipe {
 
 /**
  * Create the pool: @p nb_shares VMs, VM i's share @p quotas[i] pipes, the pool their sum;
- * each ring of @p ring_size mbufs (a power of 2), on NUMA node @p socket.
+ * each rte_ring of @p r_size mbufs (a power of 2), on NUMA node @p socket.
  * @return 0 or a negative errno value.
  */
-int ep_pipe_pool_init(const uint32_t *quotas, unsigned int nb_shares, unsigned int ring_size,
+int ep_pipe_pool_init(const uint32_t *quotas, unsigned int nb_shares, unsigned int r_size,
 		      int socket);
 
-/** Free the pool; every pipe must be released (mbufs still in rings are freed). */
+/** Free the pool; every pipe must be released (mbufs still in rte_rings are freed). */
 void ep_pipe_pool_fini(void);
 
 /** A secondary process: find the primary's pool. @return 0 or -ENODEV (none). */
@@ -86,7 +86,7 @@ void ep_pipe_pool_detach(void);
 struct ep_pipe *ep_pipe_at(uint32_t idx);
 
 /**
- * A fresh pipe held by both sides (refs 2), empty rings, no flags, counted in VM @p owner's
+ * A fresh pipe held by both sides (refs 2), empty rte_rings, no flags, counted in VM @p owner's
  * share (its index in the configuration) until the last side releases it. Any thread.
  * @return NULL when that share is used up (counted in its refused) or the pool is missing.
  */
@@ -102,8 +102,8 @@ static inline void ep_pipe_wake(struct ep_pipe *p, unsigned int side)
 }
 
 /**
- * @p side's poller is @p w (NULL: a program). Before any look at the ring by that side's
- * poller: a far side that changes the ring earlier finds no waker, and the poller's look
+ * @p side's poller is @p w (NULL: a program). Before any look at the rte_ring by that side's
+ * poller: a far side that changes the rte_ring earlier finds no waker, and the poller's look
  * before its next sleep sees the change.
  */
 static inline void ep_pipe_set_waker(struct ep_pipe *p, unsigned int side, struct ep_waker *w)
@@ -129,7 +129,7 @@ static inline uint32_t ep_pipe_flags(const struct ep_pipe *p, unsigned int side)
 
 /**
  * @p side lets go: sets @p flags | EP_PIPE_CLOSED and drops its reference; the last side
- * frees the mbufs left in both rings and returns the pipe to the pool. Once per side.
+ * frees the mbufs left in both rte_rings and returns the pipe to the pool. Once per side.
  */
 void ep_pipe_release(struct ep_pipe *p, unsigned int side, uint32_t flags);
 

@@ -11,6 +11,6 @@
 struct rte_ring *ep_route(uint64_t src_cid, uint64_t dst_cid, uint32_t dst_port)
 {
 	if (dst_cid == VSOCK_HOST_CID)
-		return ep_native_listener_ring(src_cid, dst_port);
+		return ep_native_listener_backlog(src_cid, dst_port);
 	return ep_sibling_route(src_cid, dst_cid);
 }

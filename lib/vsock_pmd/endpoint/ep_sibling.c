@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The routing table of guest-to-guest connections. Written by the control thread before any
- * device runs, read by every worker: the CIDs, group masks and rings never change while
+ * device runs, read by every worker: the CIDs, group masks and rte_rings never change while
  * workers run, only the running flags (relaxed: a REQUEST racing a guest's departure is
  * refused by the departing table's reset instead).
  *
@@ -90,7 +90,8 @@ int ep_sibling_setup(const struct vsock_pmd_conf *conf, const int *nodes, unsign
 					      RING_F_SC_DEQ);
 		table->nb_vms = i + 1;
 		if (!v->incoming) {
-			VSOCK_LOG(ERR, "VM cid %" PRIu64 ": cannot create its incoming ring: %s",
+			VSOCK_LOG(ERR,
+				  "VM cid %" PRIu64 ": cannot create its incoming rte_ring: %s",
 				  vc->cid, rte_strerror(rte_errno));
 			ep_sibling_fini();
 			return -ENOMEM;

@@ -600,7 +600,7 @@ static unsigned int data_run_to_host(struct conn_table *t, const struct data_run
 	vsock_pkt_parse(&raw[i - 1], VSOCK_HDR_SIZE, &h);
 	c->peer_buf_alloc = h.buf_alloc;
 	c->peer_fwd_cnt = h.fwd_cnt;
-	/* What a pipe's ring or quota did not take was queued: it goes on as soon as it can. */
+	/* What a pipe's rte_ring or quota did not take was queued: it goes on as soon as it can. */
 	if (c->to_host.bytes && (c->ep.ev & EP_WRITABLE) && !conn_flush(t, c, &moved))
 		return i;
 	credit_check(t, c);

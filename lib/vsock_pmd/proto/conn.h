@@ -62,7 +62,7 @@ struct conn_table_conf {
 	uint32_t timeout_ms;
 	/** A host program's CONNECT line. */
 	uint32_t line_timeout_ms;
-	/** The guest's answer to our REQUEST; a ring peer's accept of the guest's REQUEST. */
+	/** The guest's answer to our REQUEST; a pipe's far side's accept of the guest's REQUEST. */
 	uint32_t connect_timeout_ms;
 	/** VIRTIO_VSOCK_F_SEQPACKET negotiated; conn_table_set_seqpacket() changes it later. */
 	bool seqpacket;
@@ -73,8 +73,8 @@ struct conn_table_conf {
 	bool no_guest;
 	/**
 	 * Pipe connections (ep_pipe.h), whose far side is another guest or a host program:
-	 * where a guest REQUEST that no host socket takes goes (ep_route(): a ring to put the
-	 * pipe on, or NULL), and the ring (MP/SC) others put their connections to this
+	 * where a guest REQUEST that no host socket takes goes (ep_route(): an rte_ring to put the
+	 * pipe on, or NULL), and the rte_ring (MP/SC) others put their connections to this
 	 * guest on. Both NULL: host sockets only.
 	 */
 	struct rte_ring *(*route)(uint64_t src_cid, uint64_t dst_cid, uint32_t dst_port);
@@ -148,7 +148,7 @@ void conn_table_set_seqpacket(struct conn_table *t, bool on);
 /**
  * Whether a guest drives the table. Without one, host connects get the answer of a connect
  * to an absent peer at once: a complete CONNECT line closes its socket without an OK (the
- * client reads EOF), and connections on the incoming ring are refused; both count in
+ * client reads EOF), and connections on the incoming rte_ring are refused; both count in
  * conns_refused. Lines still in progress stay, and go on to the guest if one comes first.
  * From the table's lcore, between calls.
  */
@@ -252,7 +252,7 @@ unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int
 unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget);
 
 /**
- * Serve every pipe connection and the incoming ring once, without the per-round budget:
+ * Serve every pipe connection and the incoming rte_ring once, without the per-round budget:
  * for a worker about to sleep, after it announced it (ep_waker), so that nothing a far
  * side did before it saw the announcement stays unseen. @return the work done.
  */

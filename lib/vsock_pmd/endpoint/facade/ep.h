@@ -128,7 +128,7 @@ int ep_host_init(struct ep_host *h, const char *uds_path, int listen_fd,
 /** Close the epoll set (the listener stays the caller's). */
 void ep_host_fini(struct ep_host *h);
 
-/** Refuse every pipe still waiting on the incoming ring: our guest is gone. */
+/** Refuse every pipe still waiting on the incoming rte_ring: our guest is gone. */
 void ep_host_refuse_incoming(struct ep_host *h);
 
 /**
@@ -171,7 +171,7 @@ int ep_accept_listener(struct ep_host *h, struct ep *e);
  */
 int ep_accept_incoming(struct ep_host *h, struct ep *e, struct ep_addr *a);
 
-/** Whether a pipe waits on the incoming ring: ep_accept_incoming() has one to take. */
+/** Whether a pipe waits on the incoming rte_ring: ep_accept_incoming() has one to take. */
 static inline bool ep_incoming_pending(const struct ep_host *h)
 {
 	return h->incoming && !rte_ring_empty(h->incoming);
@@ -207,7 +207,7 @@ void ep_pipe_poll(struct ep *e, uint32_t *held);
  * Write @p len bytes of @p iov (@p n pieces) straight out, without queueing: what the far
  * side takes now. A socket writes them (and clears EP_WRITABLE when it took less); a stream
  * pipe copies them into fresh mbufs of @p io, at most @p max_mbufs of them and as many as its
- * ring has room for, each counted in @p held until the far side takes it. A SEQPACKET pipe
+ * rte_ring has room for, each counted in @p held until the far side takes it. A SEQPACKET pipe
  * takes nothing: a message's end travels in its last mbuf, through the queue (ep_send()).
  * @return bytes written, or -EMSGSIZE / -EIO (the connection is lost).
  */
