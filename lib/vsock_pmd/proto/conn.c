@@ -35,7 +35,6 @@
 #include "conn_table.h"
 #include "iov.h"
 
-
 /* The guest's SEQPACKET bits travel in mbufs as they are. */
 _Static_assert(MQ_EOM == VIRTIO_VSOCK_SEQ_EOM && MQ_EOR == VIRTIO_VSOCK_SEQ_EOR,
 	       "mbuf message bits are the header's");
