@@ -193,7 +193,10 @@ static bool slice(struct perf_run *run, struct iso *iso, enum iso_cond c, char *
 	tsc0 = rte_rdtsc();
 	t0 = perf_now_ns();
 	end = t0 + (uint64_t)(run->plan.secs * 1e9);
-	/* A slice ends with its last round trip, so that none straddles two. */
+	/*
+	 * A slice ends with its last round trip, so that none straddles two; a flood slice also
+	 * not before the flood moved, however long this machine stalled us.
+	 */
 	do {
 		uint64_t ns;
 
@@ -210,9 +213,16 @@ static bool slice(struct perf_run *run, struct iso *iso, enum iso_cond c, char *
 		if (*nb_rtt < RTT_MAX)
 			rtt[(*nb_rtt)++] = ns;
 		t1 = perf_now_ns();
-	} while (t1 < end);
+	} while (t1 < end || (flood && perf_total_rcvd(run, conns) == b0 &&
+			      t1 < t0 + STALL_TIMEOUT_NS));
 	tsc1 = rte_rdtsc();
 	b1 = perf_total_rcvd(run, conns);
+	if (flood && b1 == b0) {
+		snprintf(err, len, "%s slice %u: the flood moved nothing within %llu s",
+			 iso_cond_name[c], r->slices,
+			 (unsigned long long)(STALL_TIMEOUT_NS / 1000000000u));
+		return false;
+	}
 	perf_counters_read(run, &w1);
 	perf_busy_add(&iso->busy[c], &w0, &w1, tsc1 - tsc0);
 	r->secs += (double)(t1 - t0) / 1e9;
