@@ -60,16 +60,19 @@ struct vsock_dev {
 int vsock_devs_place(const struct vsock_pmd_conf *conf, int *nodes);
 
 /**
- * Create every VM's device and connection table, fill the pools, then register and start
- * every VM's vhost-user socket. After vsock_devs_place() and the endpoints' setup (the
- * tables route through them). On failure call vsock_devs_destroy().
+ * Create every VM's device, its hybrid vsock listener and connection table, then fill the
+ * pools. After vsock_devs_place() and the endpoints' setup (the tables route through them);
+ * before vsock_vhost_start(). On failure call vsock_devs_destroy().
  */
 int vsock_devs_create(const struct vsock_pmd_conf *conf);
 
 /** The pipes VM @p vm of @p nb_vms may hold: its max_pipes, or the default share. */
 uint32_t vm_max_pipes(const struct vsock_pmd_vm_conf *vm, unsigned int nb_vms);
 
-/** Detach every guest, unregister (and so remove) every socket and free every device. */
+/**
+ * Close every device's listener and connection table and free every device: after
+ * vsock_vhost_stop(), which detached every guest.
+ */
 void vsock_devs_destroy(void);
 
 /** Free the payload pools: after the endpoints' teardown, which frees the mbufs they hold. */
@@ -89,6 +92,22 @@ struct vsock_dev *vsock_dev_at(unsigned int i);
  * notify and adaptive modes the worker counts them). Device lock held.
  */
 void vsock_dev_kicks_drain(struct vsock_dev *dev);
+
+/**
+ * Map the frontend's memory table and rings into @p dev's virtqueues, each checked to lie in
+ * guest memory. @p resume keeps the ring positions the worker reached (memory table or ring
+ * replaced under a running device) unless SET_VRING_BASE gave a new one (dev->rebase);
+ * otherwise they come from SET_VRING_BASE. Device lock held, no worker polling @p dev.
+ * @return 0, or a negative errno, logged.
+ */
+int vsock_dev_load_rings(struct vsock_dev *dev, bool resume);
+
+/**
+ * No worker polls @p dev any more (or its rings are about to be set up again): fold the ring
+ * counters into its history, count the kicks and close the kick eventfds. Harmless when
+ * repeated. Device lock held.
+ */
+void vsock_dev_rings_detached(struct vsock_dev *dev);
 
 /** Payload mbufs of every pool, and how many are out of the pools (caches count as free). */
 void vsock_devs_mbufs(uint64_t *total, uint64_t *in_use);

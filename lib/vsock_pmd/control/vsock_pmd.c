@@ -2,7 +2,8 @@
 /*
  * Start and stop the accelerator, the composition root: workers first up, last down; the
  * devices placed on them; the endpoints every connection table routes through; then the
- * devices and their sockets.
+ * devices, their vhost-user sockets, and the poll of the host sockets of devices no worker
+ * polls.
  */
 #include <errno.h>
 #include <string.h>
@@ -13,12 +14,14 @@
 #include <vsock_pmd_native.h>
 
 #include "api.h"
+#include "detached_host_poll.h"
 #include "device.h"
 #include "ep_native.h"
 #include "ep_pipe.h"
 #include "ep_sibling.h"
 #include "log.h"
 #include "native_proc.h"
+#include "vhost_user.h"
 #include "worker.h"
 
 static bool started;
@@ -81,6 +84,8 @@ static void endpoints_close(void)
 /* Everything vsock_devs_place() and after made, in reverse; harmless for what was not. */
 static void devs_teardown(void)
 {
+	detached_host_poll_stop();
+	vsock_vhost_stop();
 	vsock_devs_destroy();
 	endpoints_close();
 	vsock_devs_pools_free();
@@ -126,12 +131,16 @@ int vsock_pmd_start(const struct vsock_pmd_conf *conf)
 		rc = endpoints_open(conf, nodes);
 	if (rc == 0)
 		rc = vsock_devs_create(conf);
+	if (rc == 0)
+		rc = vsock_vhost_start();
 	if (rc < 0) {
 		devs_teardown();
 		native_proc_stop();
 		workers_stop();
 		return rc;
 	}
+	/* Every table is ready: host programs may connect before any frontend does. */
+	detached_host_poll_start();
 	vsock_api_open(conf->burst);
 	vsock_telemetry_register();
 	started = true;
