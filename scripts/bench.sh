@@ -79,7 +79,7 @@ want isolation && run isolation --isolation --reps "$ISO_SLICES" --time "$ISO_TI
 # the slope of the worker's idle round time over the VM count is the cost per idle VM per round.
 want scale && run scale --scale ${SCALE_VMS:+--vms "$SCALE_VMS"} --time "$SCALE_TIME"
 
-# Instructions per packet in the backend's steady state: vsock_dev_poll and everything under
+# Instructions per packet in the backend's steady state: dp_dev_poll and everything under
 # it, and the virtqueue code alone, in the rounds that moved packets, counted by callgrind
 # (stable on a noisy machine, unlike cycles), on split and on packed rings (one app under
 # valgrind each, alternated as everywhere).
@@ -89,7 +89,7 @@ if ((CG)) && want callgrind && command -v valgrind >/dev/null; then
 	cat >"$OUT/callgrind/app.sh" <<-EOF
 		#!/bin/sh
 		exec valgrind --tool=callgrind --callgrind-out-file=$OUT/callgrind/callgrind.out.%p \
-			--toggle-collect=vsock_dev_poll "$APP" "\$@"
+			--toggle-collect=dp_dev_poll "$APP" "\$@"
 	EOF
 	chmod +x "$OUT/callgrind/app.sh"
 	log "callgrind: 64 B and 4 KiB, each direction, split and packed rings"

@@ -34,9 +34,9 @@ struct result {
 	double epoll_pkt;		/* epoll_wait (idle rounds included); -1: not measured */
 	/*
 	 * Callgrind (-1: none): instructions per packet in the rounds that moved something,
-	 * of vsock_dev_poll and of the virtqueue code alone; of every round in the window;
+	 * of dp_dev_poll and of the virtqueue code alone; of every round in the window;
 	 * of one round that found nothing. From the window's dump: its instructions, rounds
-	 * (calls of vsock_dev_poll), and the busy ones among them (the worker's counter).
+	 * (calls of dp_dev_poll), and the busy ones among them (the worker's counter).
 	 */
 	double ir_pkt, ring_ir_pkt, ir_all_pkt, idle_round_ir;
 	double cg_ir, cg_ring, cg_rounds;

@@ -204,7 +204,7 @@ long perf_syscalls_stop(struct perf_run *run, unsigned int i, long *epolls)
 	return n;
 }
 
-/* ---- callgrind: instructions per packet, of vsock_dev_poll and of the virtqueue code ---- */
+/* ---- callgrind: instructions per packet, of dp_dev_poll and of the virtqueue code ---- */
 
 void perf_cg_cmd(const struct perf_run *run, const char *opt)
 {
@@ -295,7 +295,7 @@ void perf_cg_read_ir(const struct perf_run *run, double *poll, double *ring, dou
 			continue;
 		}
 		*fn++ = '\0';
-		if (line[0] == 'I' && *poll < 0 && !strcmp(fn, "vsock_dev_poll")) {
+		if (line[0] == 'I' && *poll < 0 && !strcmp(fn, "dp_dev_poll")) {
 			*poll = cg_num(num);
 			*rounds = calls;
 		} else if (line[0] == 'S' && cg_ring_code(where, fn)) {

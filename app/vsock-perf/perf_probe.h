@@ -68,8 +68,8 @@ long perf_syscalls_stop(struct perf_run *run, unsigned int i, long *epolls);
 /* callgrind_control @p opt on the app ("-z": zero, "-d": dump). */
 void perf_cg_cmd(const struct perf_run *run, const char *opt);
 /*
- * From the newest dump of the app: instructions under vsock_dev_poll (inclusive) in
- * @p *poll, those of the virtqueue code alone in @p *ring, and the calls of vsock_dev_poll
+ * From the newest dump of the app: instructions under dp_dev_poll (inclusive) in
+ * @p *poll, those of the virtqueue code alone in @p *ring, and the calls of dp_dev_poll
  * (worker rounds) in @p *rounds; -1 if absent.
  */
 void perf_cg_read_ir(const struct perf_run *run, double *poll, double *ring, double *rounds);

@@ -181,7 +181,7 @@ void perf_report_print(const struct perf_run *run, FILE *f)
 		"used publications), guest\n interrupts, worker syscalls other than epoll_wait, "
 		"epoll_waits with idle rounds, syscalls of\n the client thread (guest driver and "
 		"host end)%s; -1: not measured)\n",
-		plan->callgrind ? ", instructions of vsock_dev_poll and of the\n virtqueue code "
+		plan->callgrind ? ", instructions of dp_dev_poll and of the\n virtqueue code "
 		"alone (callgrind)" : "");
 	print_client_bound(run, f);
 	if (plan->nb_variants > 1)

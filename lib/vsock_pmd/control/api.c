@@ -77,7 +77,7 @@ static void add_err(struct vsock_pmd_vm_stats *st, const char *prefix, const cha
 }
 
 /* Totals since the device was created. Device lock held (kick counters are drained). */
-static void vm_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
+static void vsock_dev_stats_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 {
 	const struct conn_stats *cs = conn_table_stats(dev->dp.conns);
 	const struct dp_stats *ds = &dev->dp.stats;
@@ -416,7 +416,7 @@ int vsock_pmd_vm_stats_get(uint64_t cid, struct vsock_pmd_vm_stats *st)
 	if (i < 0) {
 		rc = -ENOENT;
 	} else {
-		vm_raw(vsock_dev_at(i), st);
+		vsock_dev_stats_raw(vsock_dev_at(i), st);
 		vm_sub(st, &vm_base[i]);
 	}
 	vsock_devs_unlock();
@@ -454,7 +454,7 @@ int vsock_pmd_stats_clear(uint64_t cid)
 		struct vsock_dev *dev = vsock_dev_at(i);
 
 		if (cid == VSOCK_PMD_CID_ALL || dev->conf.cid == cid) {
-			vm_raw(dev, &vm_base[i]);
+			vsock_dev_stats_raw(dev, &vm_base[i]);
 			found++;
 		}
 	}

@@ -44,7 +44,7 @@ static void detached_host_poll(void *arg __rte_unused)
 
 		if (!dev->dp.conns || !vsock_dev_off_worker(dev))
 			continue;
-		conn_poll_host(dev->dp.conns, rte_get_tsc_cycles(), HOST_POLL_BUDGET);
+		conn_poll_host(dev->dp.conns, rte_get_tsc_cycles(), DP_HOST_POLL_BUDGET);
 		again = true;
 	}
 	if (again)

@@ -164,13 +164,13 @@ static inline unsigned int chain_writable_iov(const struct virtq_chain *c, struc
  * Packets [i, i + k) with whole headers, their payloads laid out in s->iov for one
  * conn_from_guest_run(), which finds the runs of one connection among them.
  */
-static uint16_t tx_span(struct datapath_scratch *s, uint16_t i, uint16_t n)
+static uint16_t tx_span(struct dp_scratch *s, uint16_t i, uint16_t n)
 {
 	unsigned int niov = 0;
 	uint16_t j;
 
 	/* One chain always fits: a span is never empty. */
-	RTE_BUILD_BUG_ON(DATAPATH_IOV < VIRTQ_CHAIN_MAX_PIECES);
+	RTE_BUILD_BUG_ON(DP_IOV < VIRTQ_CHAIN_MAX_PIECES);
 	for (j = i; j < n && s->hdr_ok[j] &&
 	     niov + s->chains[j].nr_readable <= RTE_DIM(s->iov); j++) {
 		s->iov_cnt[j - i] = chain_readable_iov(&s->chains[j], VSOCK_HDR_SIZE,
@@ -198,7 +198,7 @@ static void tx_round_cut(struct dp_dev *dev, struct virtq *vq, uint16_t kept, ui
  * for a header, means the guest rewrote descriptors it had made available: the connection
  * of the packet taken in part is reset, and the chain is taken as it is.
  */
-static void tx_partial_again(struct dp_dev *dev, struct datapath_scratch *s)
+static void tx_partial_again(struct dp_dev *dev, struct dp_scratch *s)
 {
 	if (s->chains[0].head == dev->tx_partial_head &&
 	    s->chains[0].readable_len >= VSOCK_HDR_SIZE) {
@@ -209,7 +209,7 @@ static void tx_partial_again(struct dp_dev *dev, struct datapath_scratch *s)
 	}
 }
 
-static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s)
+static unsigned int guest_to_host(struct dp_dev *dev, struct dp_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_TX];
 	uint16_t i, j, k, n, taken;
@@ -272,7 +272,7 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct datapath_scratch *s
  * conn_to_guest_burst(): as many as the round's @p room holds if each is filled. None when
  * the first does not fit in the room.
  */
-static uint16_t rx_span(struct datapath_scratch *s, uint16_t i, uint16_t n, uint64_t room)
+static uint16_t rx_span(struct dp_scratch *s, uint16_t i, uint16_t n, uint64_t room)
 {
 	unsigned int niov = 0;
 	uint16_t j;
@@ -293,7 +293,7 @@ static uint16_t rx_span(struct datapath_scratch *s, uint16_t i, uint16_t n, uint
  * round's @p room: what is left of it comes back, 0 once spent. @return chains used; fewer
  * than @p n when nothing more was owed or the room ran out (the rest went back to the ring).
  */
-static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct datapath_scratch *s,
+static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct dp_scratch *s,
 			uint16_t n, uint64_t *room)
 {
 	uint16_t i = 0, j, k, filled;
@@ -334,7 +334,7 @@ static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct datapath_sc
  * a burst that filled everything, the whole burst at once (a chunk costs one more acquire
  * of the ring's index and a call: 11 instructions per packet at 64 B).
  */
-static unsigned int host_to_guest(struct dp_dev *dev, struct datapath_scratch *s)
+static unsigned int host_to_guest(struct dp_dev *dev, struct dp_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_RX];
 	uint16_t want = burst_size(dev), n = 0, done = 0, filled = 0;
@@ -378,7 +378,7 @@ void dp_dev_init(struct dp_dev *dev, uint64_t cid, unsigned int burst)
 	dev->host_epoll_interval = rte_get_tsc_hz() / 1000000 * DP_HOST_EPOLL_BUSY_US;
 }
 
-bool vsock_dev_kicks_arm(struct dp_dev *dev)
+bool dp_dev_kicks_arm(struct dp_dev *dev)
 {
 	bool want_rx = conn_has_output(dev->conns);
 
@@ -398,12 +398,12 @@ bool vsock_dev_kicks_arm(struct dp_dev *dev)
 	       (want_rx && vq_avail_pending(&dev->vq[VSOCK_VQ_RX]));
 }
 
-bool vsock_dev_host_prompt(const struct dp_dev *dev)
+bool dp_dev_host_prompt(const struct dp_dev *dev)
 {
 	return conn_socket_count(dev->conns) != 0;
 }
 
-void vsock_dev_kicks_disarm(struct dp_dev *dev)
+void dp_dev_kicks_disarm(struct dp_dev *dev)
 {
 	vq_disable_guest_kicks(&dev->vq[VSOCK_VQ_RX]);
 	vq_disable_guest_kicks(&dev->vq[VSOCK_VQ_TX]);
@@ -416,19 +416,19 @@ void vsock_dev_kicks_disarm(struct dp_dev *dev)
  * few cache lines instead of making every call of a round: with many idle VMs on one lcore,
  * their rounds are what the active VM waits for.
  */
-static inline bool dev_quiet(const struct dp_dev *dev)
+static inline bool dp_dev_quiet(const struct dp_dev *dev)
 {
 	return !dev->poll_busy && dev->host_watched && !dev->host_ready &&
 	       !dev->notify_pending[VSOCK_VQ_RX] && !dev->notify_pending[VSOCK_VQ_TX] &&
 	       !vq_avail_pending(&dev->vq[VSOCK_VQ_TX]) && conn_table_quiet(dev->conns);
 }
 
-unsigned int vsock_dev_poll(struct dp_dev *dev, struct datapath_scratch *s)
+unsigned int dp_dev_poll(struct dp_dev *dev, struct dp_scratch *s)
 {
 	unsigned int work;
 	uint64_t now;
 
-	if (dev_quiet(dev))
+	if (dp_dev_quiet(dev))
 		return 0;
 	work = guest_to_host(dev, s);
 	now = rte_get_tsc_cycles();
@@ -442,9 +442,9 @@ unsigned int vsock_dev_poll(struct dp_dev *dev, struct datapath_scratch *s)
 	    (dev->host_ready || !dev->host_watched)) {
 		dev->host_ready = false;
 		dev->host_epoll_tsc = now;
-		work += conn_poll_host(dev->conns, now, HOST_POLL_BUDGET);
+		work += conn_poll_host(dev->conns, now, DP_HOST_POLL_BUDGET);
 	} else {
-		work += conn_service_host(dev->conns, now, HOST_POLL_BUDGET);
+		work += conn_service_host(dev->conns, now, DP_HOST_POLL_BUDGET);
 	}
 	work += host_to_guest(dev, s);
 	dev->poll_busy = work != 0;

@@ -91,23 +91,23 @@ struct dp_dev {
 #define DP_HOST_EPOLL_BUSY_US 20
 
 /** Host socket events served per device per round: keeps one busy VM from starving the others. */
-#define HOST_POLL_BUDGET 64
+#define DP_HOST_POLL_BUDGET 64
 
 /** Pieces of the buffers handed to the connections at once: a tx run, an rx span. */
-#define DATAPATH_IOV 1024
+#define DP_IOV 1024
 
 /**
  * Per-lcore scratch space for one poll: the chains of one burst, the tx headers copied out,
  * and the pieces of the chains handed to the connections at once (one half at a time).
  */
-struct datapath_scratch {
+struct dp_scratch {
 	struct virtq_chain chains[VSOCK_PMD_BURST_MAX];
 	struct virtio_vsock_hdr hdrs[VSOCK_PMD_BURST_MAX];
 	bool hdr_ok[VSOCK_PMD_BURST_MAX];	/* the chain holds a whole header */
 	unsigned int iov_cnt[VSOCK_PMD_BURST_MAX];	/* pieces of each chain in iov */
 	uint32_t cap[VSOCK_PMD_BURST_MAX];	/* rx: bytes each chain holds */
 	uint32_t len[VSOCK_PMD_BURST_MAX];	/* rx: bytes written into each */
-	struct iovec iov[DATAPATH_IOV];
+	struct iovec iov[DP_IOV];
 };
 
 /**
@@ -117,16 +117,16 @@ struct datapath_scratch {
  *
  * @return how much work was done; 0 means the device was idle.
  */
-unsigned int vsock_dev_poll(struct dp_dev *dev, struct datapath_scratch *s);
+unsigned int dp_dev_poll(struct dp_dev *dev, struct dp_scratch *s);
 
 /**
- * --wait-mode notify or adaptive, before the worker sleeps: ask the guest to kick the tx ring (and the
- * rx ring if data waits for buffers), then look at the rings once more.
+ * --wait-mode notify or adaptive, before the worker sleeps: ask the guest to kick the tx ring
+ * (and the rx ring if data waits for buffers), then look at the rings once more.
  *
  * @return true if work arrived meanwhile: do not sleep. Either way, call
- *   vsock_dev_kicks_disarm() before the next poll.
+ *   dp_dev_kicks_disarm() before the next poll.
  */
-bool vsock_dev_kicks_arm(struct dp_dev *dev);
+bool dp_dev_kicks_arm(struct dp_dev *dev);
 
 /**
  * Whether @p dev, idle, wants its host sockets asked for events at the next round: it has
@@ -134,10 +134,10 @@ bool vsock_dev_kicks_arm(struct dp_dev *dev);
  * and guest-to-guest pipes), every DP_HOST_EPOLL_BUSY_US is soon enough: a connect waits
  * that long at most, and an idle round saves a syscall.
  */
-bool vsock_dev_host_prompt(const struct dp_dev *dev);
+bool dp_dev_host_prompt(const struct dp_dev *dev);
 
 /** Polling again: the guest need not kick us. */
-void vsock_dev_kicks_disarm(struct dp_dev *dev);
+void dp_dev_kicks_disarm(struct dp_dev *dev);
 
 /**
  * A device created with no frontend: @p burst packets per burst, nothing polled yet.

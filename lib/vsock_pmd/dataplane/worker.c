@@ -76,7 +76,7 @@ struct worker {
 	/* Worker-private; the counters are read by the control side (aligned 64-bit loads). */
 	struct dp_dev *devs[WORKER_MAX_DEVS] __rte_cache_aligned;
 	unsigned int nb_devs;
-	struct datapath_scratch *scratch;
+	struct dp_scratch *scratch;
 	uint32_t seen_seq;
 	struct worker_stats stats;
 	int epfd;		/* notify mode: kick eventfds, host sockets, wake_fd */
@@ -166,8 +166,8 @@ static void watch_host(struct worker *w, struct dp_dev *dev, int op)
  * Which devices have host socket events: one epoll_wait for all of them, where each idle
  * device would make its own. Asked at the start of every round after one in which a
  * device with socket connections was idle (their bytes should not wait), else every
- * host_interval, as a busy device asks (vsock_dev_poll()). An inner set stays readable while it holds events, so a device
- * that took only part of them is told again.
+ * host_interval, as a busy device asks (dp_dev_poll()). An inner set stays readable while
+ * it holds events, so a device that took only part of them is told again.
  */
 static void host_events(struct worker *w)
 {
@@ -190,9 +190,9 @@ static void host_events(struct worker *w)
 /* One device's round; an idle one with socket connections has the next round ask the kernel. */
 static inline unsigned int poll_dev(struct worker *w, struct dp_dev *dev)
 {
-	unsigned int work = vsock_dev_poll(dev, w->scratch);
+	unsigned int work = dp_dev_poll(dev, w->scratch);
 
-	w->idle_seen |= work == 0 && vsock_dev_host_prompt(dev);
+	w->idle_seen |= work == 0 && dp_dev_host_prompt(dev);
 	return work;
 }
 
@@ -259,7 +259,7 @@ static inline void serve_mailbox(struct worker *w)
 }
 
 /* Packets the device's rings completed so far, for cycles per packet. */
-static inline uint64_t dev_packets(const struct dp_dev *dev)
+static inline uint64_t dp_dev_packets(const struct dp_dev *dev)
 {
 	return dev->vq[VSOCK_VQ_RX].stats.completed + dev->vq[VSOCK_VQ_TX].stats.completed;
 }
@@ -272,10 +272,10 @@ static unsigned int poll_round_timed(struct worker *w)
 
 	host_events(w);
 	for (i = 0; i < w->nb_devs; i++) {
-		uint64_t before = dev_packets(w->devs[i]);
+		uint64_t before = dp_dev_packets(w->devs[i]);
 
 		work += poll_dev(w, w->devs[i]);
-		pkts += dev_packets(w->devs[i]) - before;
+		pkts += dp_dev_packets(w->devs[i]) - before;
 	}
 	cycles = rte_rdtsc() - start;
 	w->stats.cycles += cycles;
@@ -288,7 +288,7 @@ static unsigned int poll_round_timed(struct worker *w)
 
 /*
  * A sleep ran to its timeout: a tx buffer the guest made available meanwhile must have come
- * with a kick, since vsock_dev_kicks_arm() asked for one before its last look at the ring.
+ * with a kick, since dp_dev_kicks_arm() asked for one before its last look at the ring.
  * A buffer without one is a lost kick (a packet that waited the whole timeout); a kick
  * that came as the wait timed out is taken and counted as the wait would have.
  */
@@ -325,7 +325,7 @@ static void worker_sleep(struct worker *w)
 	int n;
 
 	for (i = 0; i < w->nb_devs; i++)
-		ready |= vsock_dev_kicks_arm(w->devs[i]);
+		ready |= dp_dev_kicks_arm(w->devs[i]);
 	/*
 	 * Pipe connections have no kick: announce the sleep, then look at every one of them
 	 * once more. A far side that changes one after this look finds the announcement and
@@ -362,7 +362,7 @@ static void worker_sleep(struct worker *w)
 	}
 	__atomic_store_n(&w->waker.sleeping, 0, __ATOMIC_RELAXED);
 	for (i = 0; i < w->nb_devs; i++)
-		vsock_dev_kicks_disarm(w->devs[i]);
+		dp_dev_kicks_disarm(w->devs[i]);
 }
 
 /*
