@@ -34,11 +34,11 @@
 
 /*
  * Bytes of the guest's buffers one device moves per direction in one round; what is beyond
- * waits for its next round. A burst of 32 packets of 64 KiB is 2 MiB, over 100 us of
- * copying on this machine's cores, while every other VM on the lcore waits for the round to
- * end: the burst bounds a round's packets, this its bytes (the kernel's vhost weighs its
- * work by both, too). 256 KiB keeps one sendmsg() or recvmsg() per round large enough that
- * its syscall stays a small part of its copy (doc/performance.md, the isolation part).
+ * waits for its next round. A whole burst of large packets is a long copy while every other
+ * VM on the lcore waits for the round to end: the burst bounds a round's packets, this its
+ * bytes (the kernel's vhost weighs its work by both, too). It stays large enough that the
+ * round's one sendmsg() or recvmsg() costs little beside its copy (doc/performance.md, the
+ * isolation part, has the figures).
  */
 #define ROUND_BYTES VSOCK_PMD_ROUND_BYTES
 
@@ -220,7 +220,7 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct dp_scratch *s)
 		report_broken(dev, VSOCK_VQ_TX);
 	/* One copy of each header: the guest may rewrite its buffer while we parse it. */
 	for (i = 0; i < n; i++) {
-		/* As round_fits(), in the two instructions a packet can afford here. */
+		/* round_fits() on a running sum, its cheapest form: this runs for every packet. */
 		bytes += s->chains[i].readable_len;
 		if (unlikely(bytes > ROUND_BYTES) && i > 0)
 			break;
@@ -328,11 +328,11 @@ static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct dp_scratch 
 
 /*
  * How many packets the connections owe is known only by filling buffers, and every rx
- * chain dequeued and given back unused is walked, checked and translated twice (measured:
- * 32 chains walked for at most 16 packets at 4 KiB). So after a burst that left chains
- * unused, the ring is taken RX_CHUNK chains at a time, for as long as they all fill; after
- * a burst that filled everything, the whole burst at once (a chunk costs one more acquire
- * of the ring's index and a call: 11 instructions per packet at 64 B).
+ * chain dequeued and given back unused is walked, checked and translated twice. So after a
+ * burst that left chains unused, the ring is taken RX_CHUNK chains at a time, for as long as
+ * they all fill; after a burst that filled everything, the whole burst at once, since each
+ * chunk costs one more acquire of the ring's index and a call (doc/performance.md has the
+ * figures of both).
  */
 static unsigned int host_to_guest(struct dp_dev *dev, struct dp_scratch *s)
 {

@@ -49,8 +49,8 @@ enum worker_op { WORKER_ATTACH, WORKER_DETACH, WORKER_RUN };
 /* Bounds how late a connection timer fires while the worker sleeps. */
 #define WAIT_TIMEOUT_MS 10
 /*
- * --wait-mode adaptive: most pause instructions between two polls while backing off (on the
- * order of 10-100 us, depending on the CPU's pause latency).
+ * --wait-mode adaptive: most pause instructions between two polls while backing off, which
+ * bounds how late that phase sees a packet (the CPU's pause latency sets how long that is).
  */
 #define BACKOFF_MAX_PAUSES 1024u
 
@@ -142,7 +142,7 @@ static void watch_dev(struct worker *w, struct dp_dev *dev, int op)
 
 /*
  * Watch (EPOLL_CTL_ADD) or stop watching (EPOLL_CTL_DEL) @p dev's host sockets in the worker's
- * host set. A device that cannot be watched asks the kernel itself, as often as before.
+ * host set. A device that cannot be watched asks the kernel itself (dp_dev_poll()).
  */
 static void watch_host(struct worker *w, struct dp_dev *dev, int op)
 {
