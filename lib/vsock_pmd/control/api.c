@@ -287,7 +287,7 @@ int vsock_pmd_resources_get(struct vsock_pmd_resources *res)
 	return 0;
 }
 
-/* Names of what the engine reserves itself, memzones of its rings ("RG_") included. */
+/* Names of what the engine reserves itself, memzones of its rte_rings ("RG_") included. */
 #define ENGINE_MZ_PREFIX "vsock_"
 
 /*

@@ -162,13 +162,16 @@ static int pools_create(const struct vsock_pmd_conf *conf, struct worker *const 
 	return 0;
 }
 
-/* DPDK memory populating @p mp takes: its objects and (ring ops) the ring holding them. */
+/*
+ * DPDK memory populating @p mp takes: its objects and (rte_ring mempool ops) the rte_ring
+ * holding them.
+ */
 static uint64_t pool_fill_bytes(const struct rte_mempool *mp)
 {
 	uint64_t obj = (uint64_t)mp->header_size + mp->elt_size + mp->trailer_size;
-	ssize_t ring = rte_ring_get_memsize(rte_align32pow2(mp->size + 1));
+	ssize_t free_list = rte_ring_get_memsize(rte_align32pow2(mp->size + 1));
 
-	return obj * mp->size + (ring > 0 ? (uint64_t)ring : 0);
+	return obj * mp->size + (free_list > 0 ? (uint64_t)free_list : 0);
 }
 
 #define MIB ((uint64_t)1 << 20)
@@ -278,7 +281,7 @@ void vsock_devs_pools(struct vsock_pmd_memory *mem)
 	for (i = 0; i < RTE_MAX_NUMA_NODES && mem->nb_pools < VSOCK_PMD_MEM_POOLS_MAX; i++) {
 		struct vsock_pmd_mem_pool *p = &mem->pools[mem->nb_pools];
 		struct rte_mempool *mp = pools[i];
-		char ring[sizeof(RTE_RING_MZ_PREFIX) + RTE_MEMZONE_NAMESIZE];
+		char free_list[sizeof(RTE_RING_MZ_PREFIX) + RTE_MEMZONE_NAMESIZE];
 		const struct rte_memzone *rz;
 		uint64_t chunks = 0;
 
@@ -291,9 +294,9 @@ void vsock_devs_pools(struct vsock_pmd_memory *mem)
 		p->obj_bytes = mp->header_size + mp->elt_size + mp->trailer_size;
 		p->in_use = rte_mempool_in_use_count(mp);
 		rte_mempool_mem_iter(mp, add_chunk, &chunks);
-		/* The ring ops keep the free objects in a ring of their own memzone. */
-		snprintf(ring, sizeof(ring), "%s%s", RTE_RING_MZ_PREFIX, mp->mz->name);
-		rz = rte_memzone_lookup(ring);
+		/* The free objects are in an rte_ring of its own memzone (rte_ring mempool ops). */
+		snprintf(free_list, sizeof(free_list), "%s%s", RTE_RING_MZ_PREFIX, mp->mz->name);
+		rz = rte_memzone_lookup(free_list);
 		p->bytes = mp->mz->len + chunks + (rz ? rz->len : 0);
 		mem->pools_bytes += p->bytes;
 		mem->nb_pools++;

@@ -47,9 +47,9 @@ static bool vm_limits_valid(const struct vsock_pmd_vm_conf *vm)
 }
 
 /*
- * The pipes, before the connection tables: guest-to-guest routing (its rings on
- * each VM's node) and the native API (on the main lcore's). The pool holds every VM's
- * share, the incoming rings room for the whole pool.
+ * The pipes, before the connection tables: guest-to-guest routing (its incoming rte_rings
+ * on each VM's node) and the native API (on the main lcore's). The pool holds every VM's
+ * share, the incoming rte_rings room for the whole pool.
  */
 static int endpoints_open(const struct vsock_pmd_conf *conf, const int *nodes)
 {
@@ -73,7 +73,7 @@ static int endpoints_open(const struct vsock_pmd_conf *conf, const int *nodes)
 	return rc;
 }
 
-/* Once the tables released their rings: listeners' queued guests go, then the routes. */
+/* Once the tables released their pipes: listeners' queued guests go, then the routes. */
 static void endpoints_close(void)
 {
 	ep_native_fini();
