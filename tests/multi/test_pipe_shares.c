@@ -288,6 +288,11 @@ int main(int argc, char **argv)
 		struct vsock_pmd_vm_conf *vc = &conf.vms[i];
 
 		vc->cid = vms[i].cid;
+		/*
+		 * A connect that this machine stalls past the default 2 s would be refused by
+		 * the timeout and read as the end of a share: shares are tested, not timeouts.
+		 */
+		vc->connect_timeout_ms = 3600000;
 		vc->nb_groups = 1;
 		snprintf(vc->groups[0], sizeof(vc->groups[0]), "%s", vms[i].group);
 		snprintf(vc->socket_path, sizeof(vc->socket_path), "%s/vm%u.sock", dir, vms[i].cid);
