@@ -523,7 +523,11 @@ int vfe_vsock_detach(struct vfe_vsock *v, uint16_t *base, bool keep_conn);
 /** Close the socket without a word (QEMU killed) and free everything. */
 void vfe_vsock_close(struct vfe_vsock *v);
 
-/** A virtio-vsock header in host byte order. */
+/**
+ * A virtio-vsock header in host byte order. Deliberately the frontend's own, as its parser
+ * is (vfe_vsock_parse()): it plays the guest's driver, an implementation apart from the
+ * engine's codec (base/vsock_pkt.h), so that a mistake in one is not repeated by the other.
+ */
 struct vfe_vsock_pkt {
 	uint64_t src_cid;
 	uint64_t dst_cid;
