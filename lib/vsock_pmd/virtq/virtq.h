@@ -6,9 +6,9 @@
  * The virtqueue as the datapath sees it: split (virtq_split.h) or packed
  * (virtq_packed.h), chosen per device when the features are negotiated.
  * Each vq_*() call below is one branch on vq->packed, inlined, and then the
- * layout's own function: the split path costs what it did before the
- * packed layout existed. Semantics are those of the split engine's calls of
- * the same name (virtq_split_*()).
+ * layout's own function: the branch is predicted (one layout per device), so
+ * supporting both costs a poll a few instructions. Semantics are those of the
+ * split engine's calls of the same name (virtq_split_*()).
  */
 #include <endian.h>
 

@@ -9,32 +9,6 @@
 /* Avail entries read (and their descriptors prefetched) ahead of the walk. */
 #define VIRTQ_SPLIT_BATCH 32
 
-static const char *const virtq_err_names[VIRTQ_ERR_MAX] = {
-	[VIRTQ_ERR_NONE] = "none",
-	[VIRTQ_ERR_AVAIL_IDX] = "avail_idx",
-	[VIRTQ_ERR_HEAD] = "head",
-	[VIRTQ_ERR_NEXT] = "next",
-	[VIRTQ_ERR_LOOP] = "loop",
-	[VIRTQ_ERR_INDIRECT_FEATURE] = "indirect_feature",
-	[VIRTQ_ERR_INDIRECT_NESTED] = "indirect_nested",
-	[VIRTQ_ERR_INDIRECT_NEXT] = "indirect_next",
-	[VIRTQ_ERR_INDIRECT_LEN] = "indirect_len",
-	[VIRTQ_ERR_INDIRECT_ADDR] = "indirect_addr",
-	[VIRTQ_ERR_DESC_ADDR] = "desc_addr",
-	[VIRTQ_ERR_DESC_ORDER] = "desc_order",
-	[VIRTQ_ERR_PIECES] = "pieces",
-	[VIRTQ_ERR_CHAIN_LEN] = "chain_len",
-	[VIRTQ_ERR_USED_ID] = "used_id",
-	[VIRTQ_ERR_CHAIN_AVAIL] = "chain_avail",
-};
-
-const char *virtq_err_str(enum virtq_err err)
-{
-	if ((unsigned int)err >= VIRTQ_ERR_MAX)
-		return "unknown";
-	return virtq_err_names[err];
-}
-
 int virtq_split_init(struct virtq *vq, const struct guest_mem *mem, struct vring_desc *desc,
 		struct vring_avail *avail, struct vring_used *used, uint16_t size,
 		uint16_t last_avail_idx, uint16_t last_used_idx, uint64_t features)
@@ -53,44 +27,6 @@ int virtq_split_init(struct virtq *vq, const struct guest_mem *mem, struct vring
 	vq->used = used;
 	vq->mask = size - 1;
 	return 0;
-}
-
-/*
- * Shared by both layouts (virtq_common.h); here beside the chain write and
- * the split walk's loads from a scattered indirect table.
- */
-uint32_t virtq_pieces_copy(const struct guest_mem_piece *p, unsigned int n, uint32_t off,
-		void *buf, uint32_t len, bool to_pieces)
-{
-	uint8_t *b = buf;
-	uint32_t done = 0;
-	unsigned int i;
-
-	for (i = 0; i < n && done < len; i++) {
-		uint32_t chunk;
-
-		if (off >= p[i].len) {
-			off -= p[i].len;
-			continue;
-		}
-		chunk = p[i].len - off;
-		if (chunk > len - done)
-			chunk = len - done;
-		if (to_pieces)
-			memcpy((uint8_t *)p[i].addr + off, b + done, chunk);
-		else
-			memcpy(b + done, (const uint8_t *)p[i].addr + off, chunk);
-		done += chunk;
-		off = 0;
-	}
-	return done;
-}
-
-uint32_t virtq_chain_write(const struct virtq_chain *c, uint32_t off, const void *src,
-		uint32_t len)
-{
-	return virtq_pieces_copy(c->pieces + c->nr_readable, c->nr_pieces - c->nr_readable, off,
-			(void *)(uintptr_t)src, len, true);
 }
 
 /* Where the descriptors of the table being walked live. */

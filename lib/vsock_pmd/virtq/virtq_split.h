@@ -93,7 +93,10 @@ bool virtq_split_should_notify(struct virtq *vq);
 /** Ask the guest not to kick us: we poll. */
 void virtq_split_disable_guest_kicks(struct virtq *vq);
 
-/** Set per-entry publication (the pre-batching kernel behaviour); flushes first. */
+/**
+ * Set per-entry publication (one used->idx store per completion, as Linux's
+ * vhost-vsock publishes: the benchmark's reference); flushes first.
+ */
 void virtq_split_set_per_entry_publish(struct virtq *vq, bool on);
 
 #ifdef __cplusplus
