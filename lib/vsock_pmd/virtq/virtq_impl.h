@@ -69,6 +69,41 @@ static inline enum virtq_err virtq_walk_add(const struct virtq *vq, struct virtq
 	return VIRTQ_ERR_NONE;
 }
 
+/*
+ * A chain of one descriptor (neither NEXT nor INDIRECT in @p flags) whose buffer lies inside
+ * one region of guest memory, as every Linux driver's rx buffers and small tx packets are:
+ * its one piece straight into @p c, without a walk. False for anything else (an empty
+ * buffer, one across two regions or outside guest memory), which a walk then takes and, if
+ * the guest broke a rule, names. One descriptor needs no other check of the walk: its
+ * length is below 4 GiB, there is no order to keep, and it makes one piece.
+ */
+static inline bool virtq_chain_one(const struct virtq *vq, struct virtq_chain *c,
+		uint64_t addr, uint32_t len, uint16_t flags)
+{
+	const struct guest_mem_region *r = guest_mem_find(vq->mem, addr);
+	uint64_t off;
+
+	if (unlikely(r == NULL))
+		return false;
+	/* Not past the region's end, and not empty: len - 1 wraps for 0. */
+	off = addr - r->gpa;
+	if (unlikely((uint64_t)len - 1 >= r->size - off))
+		return false;
+	c->pieces[0].addr = (void *)(uintptr_t)(r->hva + off);
+	c->pieces[0].len = len;
+	c->nr_pieces = 1;
+	if (flags & VRING_DESC_F_WRITE) {
+		c->nr_readable = 0;
+		c->readable_len = 0;
+		c->writable_len = len;
+	} else {
+		c->nr_readable = 1;
+		c->readable_len = len;
+		c->writable_len = 0;
+	}
+	return true;
+}
+
 /* The walk's totals into @p c: all bounded by the walk (pieces <= 64, lengths < 4 GiB). */
 static inline void virtq_walk_done(const struct virtq_walk *w, struct virtq_chain *c)
 {
