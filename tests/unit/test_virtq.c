@@ -1708,6 +1708,208 @@ static void packed_test_random(void)
 	packed_drv_free(d);
 }
 
+/* Whether two chains are the same: id, descriptors, lengths, every piece. */
+static bool chain_same(const struct virtq_chain *a, const struct virtq_chain *b)
+{
+	unsigned int j;
+
+	if (a->head != b->head || a->ndescs != b->ndescs || a->nr_readable != b->nr_readable ||
+			a->nr_pieces != b->nr_pieces || a->readable_len != b->readable_len ||
+			a->writable_len != b->writable_len)
+		return false;
+	for (j = 0; j < a->nr_pieces && j < VIRTQ_CHAIN_MAX_PIECES; j++)
+		if (a->pieces[j].addr != b->pieces[j].addr || a->pieces[j].len != b->pieces[j].len)
+			return false;
+	return true;
+}
+
+/*
+ * One slot of a random ring for packed_test_batches(): mostly a chain of one descriptor in
+ * region 0, else (one chance in eight) what ends a batch of four: not available (or
+ * looking used), NEXT, INDIRECT (a table of two buffers at @p tgpa), an id >= size, an
+ * empty buffer, a buffer across two regions or outside guest memory; or just WRITE flipped.
+ */
+static void packed_rnd_slot(struct vring_packed_desc *e, uint16_t pos, uint16_t size,
+		uint64_t tgpa)
+{
+	uint64_t addr = R0_GPA + 0x8000 + (rnd() % 256) * 16;
+	uint32_t len = 1 + (uint32_t)(rnd() % 64);
+	uint16_t flags = (rnd() % 2 ? WRITE : 0) | packed_avail_flags(pos);
+	uint16_t id = (uint16_t)(rnd() % size);
+
+	if (rnd() % 8 == 0) {
+		switch (rnd() % 9) {
+		case 0:
+			flags ^= AVAIL | USED;
+			break;
+		case 7:
+			flags ^= USED;
+			break;
+		case 1:
+			flags |= NEXT;
+			break;
+		case 2:
+			addr = tgpa;
+			len = 32;
+			flags |= INDIR;
+			break;
+		case 3:
+			id = (uint16_t)(size + rnd() % 4);
+			break;
+		case 4:
+			len = 0;
+			break;
+		case 5:
+			addr = R1_GPA - 8;
+			len = 16;
+			break;
+		case 6:
+			addr = GAP_GPA;
+			break;
+		default:
+			flags ^= WRITE;
+			break;
+		}
+	}
+	e->addr = htole64(addr);
+	e->len = htole32(len);
+	e->id = htole16(id);
+	e->flags = htole16(flags);
+}
+
+/*
+ * The packed engine takes four one-descriptor chains of one cache line at a time where the
+ * ring allows, and writes four used descriptors with one barrier: the same ring taken in
+ * bursts as long as the ring and one chain per call (never a batch) must give the same
+ * chains, the same error at the same chain and the same positions; and the used
+ * descriptors one flush writes for the burst must be those that per-entry publication
+ * writes one by one, each with its id, length and flags. Rings of 8, 12 and 16 (whole
+ * batches) and 6 and 7 (a tail that never batches), the used position a random number of
+ * descriptors behind the avail one (a full ring too; now and then the driver reuses its
+ * slots, which breaks the queue), completions in random order.
+ */
+static void packed_test_batches(void)
+{
+	static const uint16_t sizes[] = { 8, 12, 16, 6, 7 };
+	struct vring_packed_desc *ra = xalloc(16, 16 * 16), *rb = xalloc(16, 16 * 16);
+	struct vring_packed_desc_event *ev = xalloc(4, 16);
+	struct virtq *va = xalloc(64, sizeof(*va)), *vb = xalloc(64, sizeof(*vb));
+	struct virtq_chain *ca = xalloc(64, 16 * sizeof(*ca)), *cb = xalloc(64, 16 * sizeof(*cb));
+	uint64_t tgpa = R0_GPA + 0x9000;
+	unsigned int iter, same = 1, used_ok = 1, taken = 0, broken = 0, batched = 0;
+	struct vring_packed_desc *tbl = hva(tgpa);
+
+	tbl[0] = (struct vring_packed_desc){ htole64(R0_GPA + 0x8000), htole32(20), 0, 0 };
+	tbl[1] = (struct vring_packed_desc){ htole64(R0_GPA + 0x8100), htole32(30),
+			0, htole16(WRITE) };
+	for (iter = 0; iter < 6000; iter++) {
+		uint16_t size = sizes[iter % 5];
+		/* Half the time from the first slot of a cache line, half the time none in flight. */
+		uint16_t avail = (uint16_t)((rnd() % size & (rnd() % 2 ? ~3u : ~0u)) |
+				(rnd() % 2 ? WRAP : 0));
+		uint16_t behind = (uint16_t)(rnd() % 2 ? 0 : rnd() % (size + 1));
+		uint16_t used, pos, i, na, nb = 0;
+		uint16_t max = (uint16_t)(1 + rnd() % 16), order[16], starts[17];
+		uint64_t features = rnd() % 2 ? F_INDIRECT : 0;
+		uint32_t lens[16];
+
+		/* The used position @p behind descriptors back: forward two laps less that. */
+		used = packed_padd(packed_padd(avail, size, size), size - behind, size);
+		/*
+		 * A driver makes available what the device gave back, size - behind slots;
+		 * now and then one makes every slot available, reusing those in flight.
+		 */
+		for (i = 0, pos = avail; i < size; i++, pos = packed_padd(pos, 1, size)) {
+			packed_rnd_slot(&ra[pos & 0x7fff], pos, size, tgpa);
+			if (i >= size - behind && iter % 4 != 0)
+				ra[pos & 0x7fff].flags ^= htole16(AVAIL | USED);
+		}
+		memcpy(rb, ra, size * sizeof(*ra));
+		if (virtq_packed_init(va, &mem, ra, ev, ev + 1, size, avail, used, features) != 0 ||
+				virtq_packed_init(vb, &mem, rb, ev + 2, ev + 3, size, avail, used,
+						features) != 0)
+			abort();
+
+		na = vq_dequeue_burst(va, ca, max);
+		for (;;) {
+			starts[nb] = vb->last_avail_idx;
+			if (nb == max || vb->broken || vq_dequeue_burst(vb, &cb[nb], 1) != 1)
+				break;
+			nb++;
+		}
+		if (na != nb || va->broken != vb->broken || va->broken_reason != vb->broken_reason ||
+				va->last_avail_idx != vb->last_avail_idx ||
+				va->stats.dequeued != vb->stats.dequeued)
+			same = 0;
+		for (i = 0; i < na && i < nb; i++)
+			if (!chain_same(&ca[i], &cb[i]) || chain_faults(&ca[i], size))
+				same = 0;
+		/*
+		 * Unget of the last u chains: back where the u-th from the end began; unless
+		 * the queue broke, the same u chains come again.
+		 */
+		if (na != 0) {
+			uint16_t u = (uint16_t)(1 + rnd() % na);
+
+			if (vq_unget(va, u) != u || va->last_avail_idx != starts[na - u])
+				same = 0;
+			if (!va->broken && (vq_dequeue_burst(va, &ca[na - u], u) != u ||
+					va->last_avail_idx != starts[na]))
+				same = 0;
+			for (i = na - u; i < na; i++)
+				if (!chain_same(&ca[i], &cb[i]))
+					same = 0;
+		}
+		taken += na;
+		broken += va->broken;
+		batched += (avail & 3) == 0 && na >= 4 && (avail & 0x7fff) + 4 <= size;
+
+		/* Completions in a random order; A flushes once, B publishes each. */
+		for (i = 0; i < na; i++)
+			order[i] = i;
+		for (i = na; i > 1; i--) {
+			uint16_t j = (uint16_t)(rnd() % i), t = order[i - 1];
+
+			order[i - 1] = order[j];
+			order[j] = t;
+		}
+		vq_set_per_entry_publish(vb, true);
+		for (i = 0; i < na; i++) {
+			lens[i] = rnd() % 3 == 0 ? 0 : (uint32_t)(1 + rnd() % 100000);
+			vq_complete(va, &ca[order[i]], lens[i]);
+			vq_complete(vb, &cb[order[i]], lens[i]);
+		}
+		vq_flush(va);
+		if (memcmp(ra, rb, size * sizeof(*ra)) != 0 || va->last_used_idx != vb->last_used_idx ||
+				va->shadow_count != 0)
+			used_ok = 0;
+		/* Each used descriptor where the driver looks for it, as the spec has it. */
+		for (i = 0, pos = used; i < na; i++) {
+			const struct vring_packed_desc *e = &ra[pos & 0x7fff];
+			uint16_t want = (pos & WRAP ? AVAIL | USED : 0) | (lens[i] ? WRITE : 0);
+
+			if (le16toh(e->id) != ca[order[i]].head || le16toh(e->flags) != want ||
+					(lens[i] && le32toh(e->len) != lens[i]))
+				used_ok = 0;
+			pos = packed_padd(pos, ca[order[i]].ndescs, size);
+		}
+		if (pos != va->last_used_idx)
+			used_ok = 0;
+	}
+	tap_diag("batches: %u chains taken, %u bursts of 4 or more from an aligned slot, "
+			"%u queues broken", taken, batched, broken);
+	tap_ok(same && batched > 1000 && broken > 500,
+			"batches: a burst and one chain per call take the same chains and errors");
+	tap_ok(used_ok, "batches: one flush writes what per-entry publication writes");
+	free(ra);
+	free(rb);
+	free(ev);
+	free(va);
+	free(vb);
+	free(ca);
+	free(cb);
+}
+
 /* ---- Both layouts ---- */
 
 /*
@@ -2029,6 +2231,7 @@ int main(void)
 		packed_test_event_wrap();
 		test_kicks(true);
 		packed_test_random();
+		packed_test_batches();
 	}
 	test_names();
 

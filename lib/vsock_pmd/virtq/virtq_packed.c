@@ -49,10 +49,19 @@ static inline uint32_t pos_dist(uint16_t a, uint16_t b, uint16_t size)
 	return lb >= la ? lb - la : lb + 2u * size - la;
 }
 
-/* Available: AVAIL matches the wrap counter of the position, USED does not. */
-static inline bool desc_avail(uint16_t flags, bool wrap)
+/*
+ * AVAIL and USED of a descriptor the driver made available at a position whose wrap counter
+ * is @p wrap: AVAIL equal to the counter, USED not. Crossing the ring's end flips both.
+ */
+static inline uint16_t avail_bits(bool wrap)
 {
-	return !!(flags & DESC_F_AVAIL) == wrap && !!(flags & DESC_F_USED) != wrap;
+	return wrap ? DESC_F_AVAIL : DESC_F_USED;
+}
+
+/* Whether @p flags are those of an available descriptor (avail_bits() of its position). */
+static inline bool desc_avail(uint16_t flags, uint16_t want)
+{
+	return (flags & (DESC_F_AVAIL | DESC_F_USED)) == want;
 }
 
 int virtq_packed_init(struct virtq *vq, const struct guest_mem *mem,
@@ -143,7 +152,7 @@ static enum virtq_err packed_walk(const struct virtq *vq, uint16_t pos, uint16_t
 			flags = head_flags;
 		} else {
 			flags = le16toh(d.flags);
-			if (unlikely(!desc_avail(flags, pos_wrap(pos))))
+			if (unlikely(!desc_avail(flags, avail_bits(pos_wrap(pos)))))
 				return VIRTQ_ERR_CHAIN_AVAIL;
 		}
 		if (unlikely(++n > vq->size))
@@ -178,10 +187,69 @@ static enum virtq_err packed_walk(const struct virtq *vq, uint16_t pos, uint16_t
 	return VIRTQ_ERR_NONE;
 }
 
+/*
+ * The chain at @p d if it is one descriptor (neither NEXT nor INDIRECT in @p flags, which
+ * the caller loaded and ordered before these loads) in one region (virtq_chain_one()) with
+ * an id below the ring size: false sends it to packed_walk(), which reads it again and
+ * checks everything. Each field is loaded once, so what is checked is what is used.
+ */
+static inline bool packed_one(const struct virtq *vq, const struct vring_packed_desc *d,
+			      uint16_t flags, struct virtq_chain *c)
+{
+	uint16_t id = le16toh(__atomic_load_n(&d->id, __ATOMIC_RELAXED));
+
+	if (unlikely(id >= vq->size))
+		return false;
+	if (unlikely(!virtq_chain_one(vq, c, le64toh(__atomic_load_n(&d->addr, __ATOMIC_RELAXED)),
+				      le32toh(__atomic_load_n(&d->len, __ATOMIC_RELAXED)), flags)))
+		return false;
+	c->head = id;
+	c->ndescs = 1;
+	return true;
+}
+
+/*
+ * The four descriptors of one cache line at @p d, each a chain of its own, taken together:
+ * their flags in one pass (each available, none NEXT or INDIRECT), one barrier, then each
+ * as packed_one() takes it. False when any of them is not such a chain: the caller then
+ * takes them one at a time, which finds where the available ones end or which rule one
+ * breaks, and overwrites what was written into @p c here.
+ */
+static inline bool packed_batch(const struct virtq *vq, const struct vring_packed_desc *d,
+				uint16_t want, struct virtq_chain *c)
+{
+	uint16_t flags[VIRTQ_PACKED_BATCH], diff = 0;
+	unsigned int k;
+
+#pragma GCC unroll 4
+	for (k = 0; k < VIRTQ_PACKED_BATCH; k++) {
+		flags[k] = le16toh(__atomic_load_n(&d[k].flags, __ATOMIC_RELAXED));
+		diff |= flags[k] ^ want;
+	}
+	if (diff & (DESC_F_AVAIL | DESC_F_USED | VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT))
+		return false;
+	/*
+	 * Acquire: the four flags loads above come before every load of the descriptors
+	 * below. Pairs with the driver's write barrier before each flags store, as the
+	 * acquire load of one descriptor's flags does in the one-at-a-time path.
+	 */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+#pragma GCC unroll 4
+	for (k = 0; k < VIRTQ_PACKED_BATCH; k++)
+		if (!packed_one(vq, &d[k], flags[k], &c[k]))
+			return false;
+	return true;
+}
+
 uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max)
 {
-	uint16_t pos = vq->last_avail_idx;
+	const struct vring_packed_desc *ring = vq->pdesc;
+	const uint16_t size = vq->size;
+	uint16_t idx = pos_idx(vq->last_avail_idx);
+	uint16_t wrap = vq->last_avail_idx & VIRTQ_PACKED_WRAP;
+	uint16_t want = avail_bits(wrap);
 	uint16_t done = 0;
+	uint32_t taken, room;
 
 	/* Whatever the outcome, unget now refers to this burst only. */
 	vq->unget_max = 0;
@@ -189,39 +257,60 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 		return 0;
 	if (max > VIRTQ_SHADOW_MAX)
 		max = VIRTQ_SHADOW_MAX;
+	/*
+	 * Descriptors taken and not yet published as used can never exceed the ring: more
+	 * means the driver reused a slot it was not given back (the split ring's avail->idx
+	 * jump). @p room is what the burst may still take, counted down chain by chain.
+	 */
+	taken = pos_dist(vq->last_used_idx, vq->last_avail_idx, size);
+	room = taken < size ? size - taken : 0;
 
 	while (done < max) {
+		const struct vring_packed_desc *d = &ring[idx];
 		struct virtq_chain *c = &chains[done];
-		enum virtq_err err;
-		uint16_t flags;
+		uint16_t pos = wrap | idx;
+		uint16_t flags, k;
 
-		/*
-		 * Acquire pairs with the driver's write barrier before it stores
-		 * the first descriptor's flags: the rest of the chain, written
-		 * before, is visible to the loads of the walk.
-		 */
-		flags = le16toh(__atomic_load_n(&vq->pdesc[pos_idx(pos)].flags,
-						__ATOMIC_ACQUIRE));
-		if (!desc_avail(flags, pos_wrap(pos)))
-			break;
-		err = packed_walk(vq, pos, flags, c);
-		/*
-		 * Descriptors taken and not yet published as used can never
-		 * exceed the ring: more means the driver reused a slot it was
-		 * not given back (the split ring's avail->idx jump).
-		 */
-		if (likely(err == VIRTQ_ERR_NONE) &&
-		    unlikely(pos_dist(vq->last_used_idx, pos, vq->size) + c->ndescs > vq->size))
-			err = VIRTQ_ERR_AVAIL_IDX;
-		if (unlikely(err != VIRTQ_ERR_NONE)) {
-			virtq_mark_broken(vq, err);
-			break;
+		if ((idx & (VIRTQ_PACKED_BATCH - 1)) == 0 && idx + VIRTQ_PACKED_BATCH <= size &&
+		    max - done >= VIRTQ_PACKED_BATCH && room >= VIRTQ_PACKED_BATCH &&
+		    packed_batch(vq, d, want, c)) {
+#pragma GCC unroll 4
+			for (k = 0; k < VIRTQ_PACKED_BATCH; k++)
+				vq->pstart[done + k] = pos + k;
+			done += VIRTQ_PACKED_BATCH;
+			room -= VIRTQ_PACKED_BATCH;
+			idx += VIRTQ_PACKED_BATCH;
+		} else {
+			/*
+			 * Acquire pairs with the driver's write barrier before it stores
+			 * the first descriptor's flags: the rest of the chain, written
+			 * before, is visible to the loads of the walk.
+			 */
+			flags = le16toh(__atomic_load_n(&d->flags, __ATOMIC_ACQUIRE));
+			if (!desc_avail(flags, want))
+				break;
+			if (unlikely(flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)) ||
+			    unlikely(room == 0) || !packed_one(vq, d, flags, c)) {
+				enum virtq_err err = packed_walk(vq, pos, flags, c);
+
+				if (likely(err == VIRTQ_ERR_NONE) && unlikely(c->ndescs > room))
+					err = VIRTQ_ERR_AVAIL_IDX;
+				if (unlikely(err != VIRTQ_ERR_NONE)) {
+					virtq_mark_broken(vq, err);
+					break;
+				}
+			}
+			vq->pstart[done++] = pos;
+			room -= c->ndescs;
+			idx += c->ndescs;
 		}
-		vq->pstart[done] = pos;
-		pos = pos_add(pos, c->ndescs, vq->size);
-		done++;
+		if (idx >= size) {
+			idx -= size;
+			wrap ^= VIRTQ_PACKED_WRAP;
+			want ^= DESC_F_AVAIL | DESC_F_USED;
+		}
 	}
-	vq->last_avail_idx = pos;
+	vq->last_avail_idx = wrap | idx;
 	vq->unget_max = done;
 	vq->stats.dequeued += done;
 	return done;
@@ -239,52 +328,86 @@ uint16_t virtq_packed_unget(struct virtq *vq, uint16_t n)
 	return n;
 }
 
-/* Flags of a used descriptor at @p pos; WRITE says the device wrote into the buffer. */
-static inline uint16_t used_flags(uint16_t pos, uint32_t len)
+/*
+ * Flags of a used descriptor: AVAIL and USED both the wrap counter of its position, given
+ * as @p used (both bits or neither); WRITE if the device wrote into the buffer.
+ */
+static inline uint16_t used_flags(uint16_t used, uint32_t len)
 {
-	return (pos_wrap(pos) ? DESC_F_AVAIL | DESC_F_USED : 0) | (len ? VRING_DESC_F_WRITE : 0);
+	return used | (len ? VRING_DESC_F_WRITE : 0);
 }
 
 void virtq_packed_flush(struct virtq *vq)
 {
 	const struct virtq_packed_used *e = vq->pshadow;
+	struct vring_packed_desc *ring = vq->pdesc;
+	const uint16_t size = vq->size;
 	uint16_t n = vq->shadow_count;
-	uint16_t first = vq->last_used_idx;
-	uint16_t pos = first;
+	uint16_t idx = pos_idx(vq->last_used_idx);
+	uint16_t wrap = vq->last_used_idx & VIRTQ_PACKED_WRAP;
+	uint16_t used = wrap ? DESC_F_AVAIL | DESC_F_USED : 0;
+	struct vring_packed_desc *first = &ring[idx];
+	uint16_t first_flags;
 	uint32_t adv = 0;
-	uint16_t i;
+	uint16_t i = 0, k;
 
 	if (n == 0)
 		return;
+	first_flags = used_flags(used, e[0].len);
 	/*
-	 * Write order, in one pass: id and len of every entry, each entry's flags
-	 * but the first's right after its own id and len (release: never before
-	 * them), and the first entry's flags last, with release. The driver polls
-	 * only its next used position, the first entry's, and reads its flags
-	 * before anything else of the batch (then a read barrier): until that
-	 * last store lands it sees none of the batch, after it all of it.
+	 * Write order: each entry's id and len before its flags (release), and the first
+	 * entry's flags last of all, with release. The driver polls only its next used
+	 * position, the first entry's, and reads its flags before anything else of the
+	 * burst (then a read barrier): until that last store lands it sees none of the
+	 * burst, after it all of it. Four entries of one descriptor each that fill one cache
+	 * line of the ring are written as one batch: four ids and lens, one barrier, four
+	 * flags.
 	 */
-	for (i = 0; i < n; i++) {
-		struct vring_packed_desc *d = &vq->pdesc[pos_idx(pos)];
+	while (i < n) {
+		struct vring_packed_desc *d = &ring[idx];
 
-		d->id = htole16(e[i].id);
-		d->len = htole32(e[i].len);
-		if (i)
-			__atomic_store_n(&d->flags, htole16(used_flags(pos, e[i].len)),
-					 __ATOMIC_RELEASE);
-		adv += e[i].ndescs;
-		pos = pos_add(pos, e[i].ndescs, vq->size);
+		if ((idx & (VIRTQ_PACKED_BATCH - 1)) == 0 && idx + VIRTQ_PACKED_BATCH <= size &&
+		    n - i >= VIRTQ_PACKED_BATCH &&
+		    (e[i].ndescs | e[i + 1].ndescs | e[i + 2].ndescs | e[i + 3].ndescs) == 1) {
+#pragma GCC unroll 4
+			for (k = 0; k < VIRTQ_PACKED_BATCH; k++) {
+				d[k].id = htole16(e[i + k].id);
+				d[k].len = htole32(e[i + k].len);
+			}
+			/* Release: the ids and lens above are visible before any flags below. */
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+#pragma GCC unroll 4
+			for (k = i == 0; k < VIRTQ_PACKED_BATCH; k++)
+				__atomic_store_n(&d[k].flags, htole16(used_flags(used, e[i + k].len)),
+						 __ATOMIC_RELAXED);
+			i += VIRTQ_PACKED_BATCH;
+			idx += VIRTQ_PACKED_BATCH;
+			adv += VIRTQ_PACKED_BATCH;
+		} else {
+			d->id = htole16(e[i].id);
+			d->len = htole32(e[i].len);
+			if (i)
+				__atomic_store_n(&d->flags, htole16(used_flags(used, e[i].len)),
+						 __ATOMIC_RELEASE);
+			idx += e[i].ndescs;
+			adv += e[i].ndescs;
+			i++;
+		}
+		if (idx >= size) {
+			idx -= size;
+			wrap ^= VIRTQ_PACKED_WRAP;
+			used ^= DESC_F_AVAIL | DESC_F_USED;
+		}
 	}
-	__atomic_store_n(&vq->pdesc[pos_idx(first)].flags, htole16(used_flags(first, e[0].len)),
-			 __ATOMIC_RELEASE);
-	vq->last_used_idx = pos;
+	__atomic_store_n(&first->flags, htole16(first_flags), __ATOMIC_RELEASE);
+	vq->last_used_idx = wrap | idx;
 	vq->shadow_count = 0;
 	vq->stats.used_idx_stores++;
 	/*
 	 * Passing signalled_used again (positions compare within two laps)
 	 * leaves the next event check without a reference: notify then.
 	 */
-	if (unlikely(adv >= 2u * vq->size || pos_dist(vq->signalled_used, pos, vq->size) < adv))
+	if (unlikely(adv >= 2u * size || pos_dist(vq->signalled_used, vq->last_used_idx, size) < adv))
 		vq->signalled_used_valid = false;
 }
 
@@ -367,7 +490,7 @@ bool virtq_packed_avail_pending(const struct virtq *vq)
 	if (vq->broken)
 		return false;
 	flags = le16toh(__atomic_load_n(&vq->pdesc[pos_idx(pos)].flags, __ATOMIC_RELAXED));
-	return desc_avail(flags, pos_wrap(pos));
+	return desc_avail(flags, avail_bits(pos_wrap(pos)));
 }
 
 void virtq_packed_set_per_entry_publish(struct virtq *vq, bool on)

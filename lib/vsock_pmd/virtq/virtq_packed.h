@@ -25,10 +25,16 @@
  *
  * Completions. A used descriptor (id, len, flags AVAIL = USED = wrap) is
  * written at the next used position, which then moves on by the chain's
- * ndescs. virtq_packed_flush() writes every shadow entry's id and len, then
- * the flags of all but the first, then the first entry's flags last with a
- * release store: a driver reads used descriptors in ring order from that
- * first one, so the whole batch appears to it at once.
+ * ndescs. virtq_packed_flush() writes each shadow entry's id and len before
+ * its flags, and the first entry's flags last of all with a release store: a
+ * driver reads used descriptors in ring order from that first one, so the
+ * whole burst appears to it at once.
+ *
+ * Batches. Where four chains of one descriptor each fill one cache line of
+ * the ring (the line's first slot, none past the end), a dequeue checks their
+ * four flags in one pass and orders them before the rest with one barrier,
+ * and a flush writes four ids and lens, one barrier, four flags. Anywhere
+ * else, and for any descriptor that is not such a chain, one at a time.
  *
  * Notifications: the driver event suppression structure (ENABLE, DISABLE,
  * DESC with off_wrap under VIRTIO_RING_F_EVENT_IDX); kicks are turned off
@@ -50,6 +56,8 @@ extern "C" {
 #define VIRTQ_PACKED_WRAP 0x8000u
 /** Index bits of an encoded position. */
 #define VIRTQ_PACKED_IDX_MASK 0x7fffu
+/** Descriptors taken and written back as one batch: the four of one 64-byte cache line. */
+#define VIRTQ_PACKED_BATCH 4
 
 /**
  * Set up @p vq over a packed ring already mapped in our address space,
