@@ -2172,6 +2172,58 @@ static void test_kicks(bool packed)
 	drv_close(d);
 }
 
+/*
+ * A burst of chains of one buffer each, in one region, another, back, at a region's very
+ * end, one byte across into the next region, in the big one, then one byte past a region's
+ * end: each piece where its guest address is in our space (the engine remembers the region
+ * of a burst's last buffer: one elsewhere must not be taken from it), and the last breaks
+ * the queue.
+ */
+static void test_regions(bool packed)
+{
+	static const struct {
+		uint64_t gpa;
+		uint32_t len;
+	} b[] = {
+		{ R0_GPA + 0x100, 64 }, { R0_GPA + 0x200, 64 }, { R1_GPA + 0x100, 64 },
+		{ R1_GPA + 0x180, 64 }, { R0_GPA + 0x300, 64 }, { R0_GPA + R0_SIZE - 64, 64 },
+		{ R1_GPA - 15, 16 }, { R1_GPA + R1_SIZE - 64, 64 }, { BIG_GPA + 0x1000, 4096 },
+		{ BIG_GPA + 0x3000, 4096 }, { R1_GPA + 0x200, 48 }, { R1_GPA + R1_SIZE - 63, 64 },
+	};
+	const unsigned int n = sizeof(b) / sizeof(b[0]);
+	struct drv dd, *d = &dd;
+	struct virtq_chain c[16];
+	unsigned int i, got;
+	int ok = 1;
+
+	drv_open(d, packed, 16, 0);
+	for (i = 0; i < n; i++) {
+		struct buf one = { b[i].gpa, b[i].len, i % 2 ? WRITE : 0 };
+
+		drv_post(d, &one, 1);
+	}
+	got = vq_dequeue_burst(d->vq, c, 16);
+	for (i = 0; i < got && i < n; i++) {
+		uint64_t split_at = R1_GPA - b[i].gpa;
+		bool across = b[i].gpa < R1_GPA && b[i].gpa + b[i].len > R1_GPA;
+		uint8_t *want = b[i].gpa >= BIG_GPA ? (uint8_t *)big + (b[i].gpa - BIG_GPA) :
+			hva(b[i].gpa);
+
+		if (c[i].nr_pieces != (across ? 2 : 1) || c[i].pieces[0].addr != want ||
+				c[i].pieces[0].len != (across ? split_at : b[i].len) ||
+				(across && (c[i].pieces[1].addr != hva(R1_GPA) ||
+					    c[i].pieces[1].len != b[i].len - split_at)) ||
+				c[i].nr_readable != (i % 2 ? 0 : c[i].nr_pieces) ||
+				c[i].readable_len + c[i].writable_len != b[i].len)
+			ok = 0;
+	}
+	tap_ok(got == n - 1 && ok, "regions: each of %u buffers where its guest address is (%u)",
+			n - 1, got);
+	tap_ok(d->vq->broken && d->vq->broken_reason == VIRTQ_ERR_DESC_ADDR,
+			"regions: a buffer past a region's end breaks the queue");
+	drv_close(d);
+}
+
 static void test_names(void)
 {
 	unsigned int i, j;
@@ -2213,6 +2265,7 @@ int main(void)
 		split_test_no_event_idx();
 		test_kicks(false);
 		split_test_random();
+		test_regions(false);
 	} else {
 		packed_test_init();
 		packed_test_basic();
@@ -2232,6 +2285,7 @@ int main(void)
 		test_kicks(true);
 		packed_test_random();
 		packed_test_batches();
+		test_regions(true);
 	}
 	test_names();
 

@@ -19,6 +19,15 @@
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 
+/*
+ * For the walks, which take what is not a chain of one descriptor in one region: out of
+ * line, so that the burst loops around that common case keep their registers. Not cold: a
+ * driver that chains a header and fragments takes the walk at every packet.
+ */
+#define noinline __attribute__((noinline))
+/* For the steps of that common case, inlined into every loop that takes it. */
+#define always_inline inline __attribute__((always_inline))
+
 /* Keeps the compiler from re-reading guest memory in place of a local copy. */
 #define compiler_barrier() __asm__ volatile("" ::: "memory")
 
@@ -70,6 +79,25 @@ static inline enum virtq_err virtq_walk_add(const struct virtq *vq, struct virtq
 }
 
 /*
+ * What a burst checks its chains of one descriptor against, in the burst's locals: the
+ * compiler must assume that every store into a chain may change these in memory, and
+ * would load them again for each descriptor. @p hint is the region of guest memory the
+ * burst's last such buffer was in (none at first): a burst's buffers mostly share one.
+ */
+struct virtq_burst {
+	const struct guest_mem *mem;
+	struct guest_mem_region hint;
+	uint16_t size;
+};
+
+static inline void virtq_burst_init(struct virtq_burst *b, const struct virtq *vq)
+{
+	b->mem = vq->mem;
+	b->hint = (struct guest_mem_region){ 0, 0, 0 };
+	b->size = vq->size;
+}
+
+/*
  * A chain of one descriptor (neither NEXT nor INDIRECT in @p flags) whose buffer lies inside
  * one region of guest memory, as every Linux driver's rx buffers and small tx packets are:
  * its one piece straight into @p c, without a walk. False for anything else (an empty
@@ -77,19 +105,23 @@ static inline enum virtq_err virtq_walk_add(const struct virtq *vq, struct virtq
  * the guest broke a rule, names. One descriptor needs no other check of the walk: its
  * length is below 4 GiB, there is no order to keep, and it makes one piece.
  */
-static inline bool virtq_chain_one(const struct virtq *vq, struct virtq_chain *c,
+static always_inline bool virtq_chain_one(struct virtq_burst *b, struct virtq_chain *c,
 		uint64_t addr, uint32_t len, uint16_t flags)
 {
-	const struct guest_mem_region *r = guest_mem_find(vq->mem, addr);
-	uint64_t off;
+	uint64_t off = addr - b->hint.gpa;
 
-	if (unlikely(r == NULL))
-		return false;
-	/* Not past the region's end, and not empty: len - 1 wraps for 0. */
-	off = addr - r->gpa;
-	if (unlikely((uint64_t)len - 1 >= r->size - off))
-		return false;
-	c->pieces[0].addr = (void *)(uintptr_t)(r->hva + off);
+	/* Inside the hint's region, and not empty: len - 1 wraps for 0. */
+	if (unlikely(off >= b->hint.size || (uint64_t)len - 1 >= b->hint.size - off)) {
+		const struct guest_mem_region *r = guest_mem_find(b->mem, addr);
+
+		if (unlikely(r == NULL))
+			return false;
+		off = addr - r->gpa;
+		if (unlikely((uint64_t)len - 1 >= r->size - off))
+			return false;
+		b->hint = *r;
+	}
+	c->pieces[0].addr = (void *)(uintptr_t)(b->hint.hva + off);
 	c->pieces[0].len = len;
 	c->nr_pieces = 1;
 	if (flags & VRING_DESC_F_WRITE) {

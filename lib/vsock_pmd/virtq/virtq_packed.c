@@ -133,8 +133,8 @@ static enum virtq_err packed_walk_indirect(const struct virtq *vq, struct virtq_
  * wants every flag of a chain set right), which also ends the walk within
  * one ring's worth of descriptors.
  */
-static enum virtq_err packed_walk(const struct virtq *vq, uint16_t pos, uint16_t head_flags,
-				  struct virtq_chain *c)
+static noinline enum virtq_err packed_walk(const struct virtq *vq, uint16_t pos,
+					   uint16_t head_flags, struct virtq_chain *c)
 {
 	struct virtq_walk w = { .lim = VIRTQ_CHAIN_MAX_PIECES };
 	uint32_t n = 0;
@@ -193,14 +193,14 @@ static enum virtq_err packed_walk(const struct virtq *vq, uint16_t pos, uint16_t
  * an id below the ring size: false sends it to packed_walk(), which reads it again and
  * checks everything. Each field is loaded once, so what is checked is what is used.
  */
-static inline bool packed_one(const struct virtq *vq, const struct vring_packed_desc *d,
-			      uint16_t flags, struct virtq_chain *c)
+static always_inline bool packed_one(struct virtq_burst *b, const struct vring_packed_desc *d,
+				     uint16_t flags, struct virtq_chain *c)
 {
 	uint16_t id = le16toh(__atomic_load_n(&d->id, __ATOMIC_RELAXED));
 
-	if (unlikely(id >= vq->size))
+	if (unlikely(id >= b->size))
 		return false;
-	if (unlikely(!virtq_chain_one(vq, c, le64toh(__atomic_load_n(&d->addr, __ATOMIC_RELAXED)),
+	if (unlikely(!virtq_chain_one(b, c, le64toh(__atomic_load_n(&d->addr, __ATOMIC_RELAXED)),
 				      le32toh(__atomic_load_n(&d->len, __ATOMIC_RELAXED)), flags)))
 		return false;
 	c->head = id;
@@ -213,10 +213,11 @@ static inline bool packed_one(const struct virtq *vq, const struct vring_packed_
  * their flags in one pass (each available, none NEXT or INDIRECT), one barrier, then each
  * as packed_one() takes it. False when any of them is not such a chain: the caller then
  * takes them one at a time, which finds where the available ones end or which rule one
- * breaks, and overwrites what was written into @p c here.
+ * breaks, and overwrites what was written into @p c here. Out of line: inlined into the
+ * burst loop, its four steps left the loop's registers spilled.
  */
-static inline bool packed_batch(const struct virtq *vq, const struct vring_packed_desc *d,
-				uint16_t want, struct virtq_chain *c)
+static noinline bool packed_batch(struct virtq_burst *b, const struct vring_packed_desc *d,
+				  uint16_t want, struct virtq_chain *c)
 {
 	uint16_t flags[VIRTQ_PACKED_BATCH], diff = 0;
 	unsigned int k;
@@ -236,7 +237,7 @@ static inline bool packed_batch(const struct virtq *vq, const struct vring_packe
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 #pragma GCC unroll 4
 	for (k = 0; k < VIRTQ_PACKED_BATCH; k++)
-		if (!packed_one(vq, &d[k], flags[k], &c[k]))
+		if (!packed_one(b, &d[k], flags[k], &c[k]))
 			return false;
 	return true;
 }
@@ -244,12 +245,12 @@ static inline bool packed_batch(const struct virtq *vq, const struct vring_packe
 uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max)
 {
 	const struct vring_packed_desc *ring = vq->pdesc;
-	const uint16_t size = vq->size;
-	uint16_t idx = pos_idx(vq->last_avail_idx);
+	uint16_t *pstart = vq->pstart;
+	const unsigned int size = vq->size;
+	unsigned int idx = pos_idx(vq->last_avail_idx), done = 0, taken, room, k;
 	uint16_t wrap = vq->last_avail_idx & VIRTQ_PACKED_WRAP;
 	uint16_t want = avail_bits(wrap);
-	uint16_t done = 0;
-	uint32_t taken, room;
+	struct virtq_burst b;
 
 	/* Whatever the outcome, unget now refers to this burst only. */
 	vq->unget_max = 0;
@@ -264,19 +265,19 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 	 */
 	taken = pos_dist(vq->last_used_idx, vq->last_avail_idx, size);
 	room = taken < size ? size - taken : 0;
+	virtq_burst_init(&b, vq);
 
 	while (done < max) {
 		const struct vring_packed_desc *d = &ring[idx];
 		struct virtq_chain *c = &chains[done];
-		uint16_t pos = wrap | idx;
-		uint16_t flags, k;
+		uint16_t pos = (uint16_t)(wrap | idx), flags;
 
 		if ((idx & (VIRTQ_PACKED_BATCH - 1)) == 0 && idx + VIRTQ_PACKED_BATCH <= size &&
 		    max - done >= VIRTQ_PACKED_BATCH && room >= VIRTQ_PACKED_BATCH &&
-		    packed_batch(vq, d, want, c)) {
+		    packed_batch(&b, d, want, c)) {
 #pragma GCC unroll 4
 			for (k = 0; k < VIRTQ_PACKED_BATCH; k++)
-				vq->pstart[done + k] = pos + k;
+				pstart[done + k] = (uint16_t)(pos + k);
 			done += VIRTQ_PACKED_BATCH;
 			room -= VIRTQ_PACKED_BATCH;
 			idx += VIRTQ_PACKED_BATCH;
@@ -290,7 +291,7 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 			if (!desc_avail(flags, want))
 				break;
 			if (unlikely(flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)) ||
-			    unlikely(room == 0) || !packed_one(vq, d, flags, c)) {
+			    unlikely(room == 0) || !packed_one(&b, d, flags, c)) {
 				enum virtq_err err = packed_walk(vq, pos, flags, c);
 
 				if (likely(err == VIRTQ_ERR_NONE) && unlikely(c->ndescs > room))
@@ -300,7 +301,7 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 					break;
 				}
 			}
-			vq->pstart[done++] = pos;
+			pstart[done++] = pos;
 			room -= c->ndescs;
 			idx += c->ndescs;
 		}
@@ -310,10 +311,10 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 			want ^= DESC_F_AVAIL | DESC_F_USED;
 		}
 	}
-	vq->last_avail_idx = wrap | idx;
-	vq->unget_max = done;
+	vq->last_avail_idx = (uint16_t)(wrap | idx);
+	vq->unget_max = (uint16_t)done;
 	vq->stats.dequeued += done;
-	return done;
+	return (uint16_t)done;
 }
 
 uint16_t virtq_packed_unget(struct virtq *vq, uint16_t n)

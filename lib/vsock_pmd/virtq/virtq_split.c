@@ -55,7 +55,8 @@ static inline void desc_load(const struct desc_table *t, uint32_t idx, struct vr
  * every index bounded by its table, every buffer translated; the walk visits
  * at most one table's worth of descriptors per table (more means a loop).
  */
-static enum virtq_err split_walk(const struct virtq *vq, uint16_t head, struct virtq_chain *c)
+static noinline enum virtq_err split_walk(const struct virtq *vq, uint16_t head,
+					  struct virtq_chain *c)
 {
 	struct virtq_walk w = { .lim = VIRTQ_CHAIN_MAX_PIECES };
 	struct desc_table t;
@@ -118,27 +119,30 @@ static enum virtq_err split_walk(const struct virtq *vq, uint16_t head, struct v
 }
 
 /*
- * The chain at @p head (< size) if it is one descriptor in one region (virtq_chain_one()):
+ * The chain of descriptor @p d if it is one descriptor in one region (virtq_chain_one()):
  * false sends it to split_walk(), which reads it again and checks everything. Each field is
  * loaded once, so what is checked is what is used.
  */
-static inline bool split_one(const struct virtq *vq, uint16_t head, struct virtq_chain *c)
+static always_inline bool split_one(struct virtq_burst *b, const struct vring_desc *d,
+				    struct virtq_chain *c)
 {
-	const struct vring_desc *d = &vq->desc[head];
 	uint16_t flags = le16toh(__atomic_load_n(&d->flags, __ATOMIC_RELAXED));
 
 	if (unlikely(flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)))
 		return false;
-	if (unlikely(!virtq_chain_one(vq, c, le64toh(__atomic_load_n(&d->addr, __ATOMIC_RELAXED)),
-			le32toh(__atomic_load_n(&d->len, __ATOMIC_RELAXED)), flags)))
-		return false;
-	c->head = head;
-	return true;
+	return virtq_chain_one(b, c, le64toh(__atomic_load_n(&d->addr, __ATOMIC_RELAXED)),
+			le32toh(__atomic_load_n(&d->len, __ATOMIC_RELAXED)), flags);
 }
 
 uint16_t virtq_split_dequeue_burst(struct virtq *vq, struct virtq_chain *chains, uint16_t max)
 {
-	uint16_t avail_idx, n, done = 0;
+	const struct vring_desc *desc = vq->desc;
+	const uint16_t *ring = vq->avail->ring;
+	const unsigned int mask = vq->mask;
+	const uint16_t start = vq->last_avail_idx;
+	struct virtq_burst b;
+	unsigned int n, done = 0;
+	uint16_t avail_idx;
 
 	/* Whatever the outcome, unget now refers to this burst only. */
 	vq->unget_max = 0;
@@ -150,47 +154,46 @@ uint16_t virtq_split_dequeue_burst(struct virtq *vq, struct virtq_chain *chains,
 	 * index are visible to every load below. One load per burst.
 	 */
 	avail_idx = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
-	n = avail_idx - vq->last_avail_idx;
+	n = (uint16_t)(avail_idx - start);
 	if (unlikely(n > vq->size)) {
 		virtq_mark_broken(vq, VIRTQ_ERR_AVAIL_IDX);
 		return 0;
 	}
 	if (n > max)
 		n = max;
+	virtq_burst_init(&b, vq);
 
 	while (done < n) {
 		uint16_t heads[VIRTQ_SPLIT_BATCH];
-		unsigned int b = n - done < VIRTQ_SPLIT_BATCH ? n - done : VIRTQ_SPLIT_BATCH;
+		unsigned int k = n - done < VIRTQ_SPLIT_BATCH ? n - done : VIRTQ_SPLIT_BATCH;
 		unsigned int i;
 
 		/* Read the heads once, in a row, and start fetching their descriptors. */
-		for (i = 0; i < b; i++) {
-			uint16_t slot = (vq->last_avail_idx + done + i) & vq->mask;
-
-			heads[i] = le16toh(__atomic_load_n(&vq->avail->ring[slot],
+		for (i = 0; i < k; i++) {
+			heads[i] = le16toh(__atomic_load_n(&ring[(start + done + i) & mask],
 					__ATOMIC_RELAXED));
-			__builtin_prefetch(&vq->desc[heads[i] & vq->mask]);
+			__builtin_prefetch(&desc[heads[i] & mask]);
 		}
-		for (i = 0; i < b; i++) {
+		for (i = 0; i < k; i++, done++) {
+			struct virtq_chain *c = &chains[done];
 			enum virtq_err err;
 
-			if (likely(heads[i] < vq->size) && split_one(vq, heads[i], &chains[done])) {
-				done++;
+			if (likely(heads[i] < b.size) && split_one(&b, &desc[heads[i]], c)) {
+				c->head = heads[i];
 				continue;
 			}
-			err = split_walk(vq, heads[i], &chains[done]);
+			err = split_walk(vq, heads[i], c);
 			if (unlikely(err != VIRTQ_ERR_NONE)) {
 				virtq_mark_broken(vq, err);
 				goto out;
 			}
-			done++;
 		}
 	}
 out:
-	vq->last_avail_idx += done;
-	vq->unget_max = done;
+	vq->last_avail_idx = (uint16_t)(start + done);
+	vq->unget_max = (uint16_t)done;
 	vq->stats.dequeued += done;
-	return done;
+	return (uint16_t)done;
 }
 
 uint16_t virtq_split_unget(struct virtq *vq, uint16_t n)
