@@ -2169,15 +2169,15 @@ static int trace_last(unsigned int from, unsigned int to)
  * What a driver on another CPU may see of a flush, from the order of its stores: each used
  * descriptor's id and len written before its flags, the first one's flags (where the
  * driver polls) the last store of all, and nothing written but the used descriptors' id,
- * len and flags. Two rounds over a ring of 16: from slot 0 (a group of four whose first
- * entry is the flush's first, a chain of two, single entries, a group in the middle, an
- * unaligned tail), then from slot 15 over the end (the wrap in the middle of the
- * descriptors written, then a group of the next lap). The ring's id and len fields are
- * scribbled over before each flush, so that every store changes what it writes.
+ * len and flags. Three rounds over a ring of 16: from slot 0 (single entries, a chain of two
+ * among them), from slot 15 over the end (a single entry, the wrap, single ones, a chain),
+ * then from slot 6 over the end again with single entries only (the flush's path for a
+ * burst of one-descriptor chains). The ring's id and len fields are scribbled over before
+ * each flush, so that every store changes what it writes.
  */
 static void packed_test_flush_order(void)
 {
-	static const uint8_t round_len[2][8] = { { 4, 2, 1, 1, 4, 3 }, { 1, 4, 2 } };
+	static const uint8_t round_len[3][8] = { { 4, 2, 1, 1, 4, 3 }, { 1, 4, 2 }, { 4, 4, 4, 1 } };
 	struct packed_drv *d = packed_drv_new(16, WRAP, 0);
 	uint8_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			-1, 0);
@@ -2191,7 +2191,7 @@ static void packed_test_flush_order(void)
 	d->desc = (struct vring_packed_desc *)page;
 	if (virtq_packed_init(&d->vq, &mem, d->desc, d->drv_ev, d->dev_ev, 16, WRAP, WRAP, 0) != 0)
 		abort();
-	for (r = 0; r < 2; r++) {
+	for (r = 0; r < 3; r++) {
 		struct buf two[2] = { { gpa, 16, 0 }, { gpa + 16, 48, WRITE } };
 		bool written[16] = { false };
 		uint16_t pos = d->vq.last_used_idx, first = pos & 0x7fff, id = 0, n, i;

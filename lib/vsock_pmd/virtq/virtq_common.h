@@ -122,6 +122,8 @@ struct virtq {
 	uint16_t last_used_idx;
 	uint16_t shadow_count;
 	uint16_t shadow_cap;
+	/** Packed: ring descriptors the shadow's entries took (shadow_count if one each). */
+	uint32_t shadow_descs;
 	/** Chains of the last dequeue that unget may still give back. */
 	uint16_t unget_max;
 	/** used index the guest was last told about (EVENT_IDX). */

@@ -7,9 +7,6 @@
 #include "virtq_impl.h"
 #include "virtq_packed.h"
 
-#define DESC_F_AVAIL	(1u << VRING_PACKED_DESC_F_AVAIL)
-#define DESC_F_USED	(1u << VRING_PACKED_DESC_F_USED)
-
 static inline uint16_t pos_idx(uint16_t pos)
 {
 	return pos & VIRTQ_PACKED_IDX_MASK;
@@ -47,21 +44,6 @@ static inline uint32_t pos_dist(uint16_t a, uint16_t b, uint16_t size)
 	uint32_t la = pos_lin(a, size), lb = pos_lin(b, size);
 
 	return lb >= la ? lb - la : lb + 2u * size - la;
-}
-
-/*
- * AVAIL and USED of a descriptor the driver made available at a position whose wrap counter
- * is @p wrap: AVAIL equal to the counter, USED not. Crossing the ring's end flips both.
- */
-static inline uint16_t avail_bits(bool wrap)
-{
-	return wrap ? DESC_F_AVAIL : DESC_F_USED;
-}
-
-/* Whether @p flags are those of an available descriptor (avail_bits() of its position). */
-static inline bool desc_avail(uint16_t flags, uint16_t want)
-{
-	return (flags & (DESC_F_AVAIL | DESC_F_USED)) == want;
 }
 
 int virtq_packed_init(struct virtq *vq, const struct guest_mem *mem,
@@ -152,7 +134,8 @@ static noinline enum virtq_err packed_walk(const struct virtq *vq, uint16_t pos,
 			flags = head_flags;
 		} else {
 			flags = le16toh(d.flags);
-			if (unlikely(!desc_avail(flags, avail_bits(pos_wrap(pos)))))
+			if (unlikely(!virtq_packed_desc_avail(flags,
+							      virtq_packed_avail_bits(pos_wrap(pos)))))
 				return VIRTQ_ERR_CHAIN_AVAIL;
 		}
 		if (unlikely(++n > vq->size))
@@ -227,7 +210,8 @@ static noinline bool packed_batch(struct virtq_burst *b, const struct vring_pack
 		flags[k] = le16toh(__atomic_load_n(&d[k].flags, __ATOMIC_RELAXED));
 		diff |= flags[k] ^ want;
 	}
-	if (diff & (DESC_F_AVAIL | DESC_F_USED | VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT))
+	if (diff & (VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED | VRING_DESC_F_NEXT |
+		    VRING_DESC_F_INDIRECT))
 		return false;
 	/*
 	 * Acquire: the four flags loads above come before every load of the descriptors
@@ -249,7 +233,7 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 	const unsigned int size = vq->size;
 	unsigned int idx = pos_idx(vq->last_avail_idx), done = 0, taken, room, k;
 	uint16_t wrap = vq->last_avail_idx & VIRTQ_PACKED_WRAP;
-	uint16_t want = avail_bits(wrap);
+	uint16_t want = virtq_packed_avail_bits(wrap);
 	struct virtq_burst b;
 
 	/* Whatever the outcome, unget now refers to this burst only. */
@@ -288,7 +272,7 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 			 * before, is visible to the loads of the walk.
 			 */
 			flags = le16toh(__atomic_load_n(&d->flags, __ATOMIC_ACQUIRE));
-			if (!desc_avail(flags, want))
+			if (!virtq_packed_desc_avail(flags, want))
 				break;
 			if (unlikely(flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)) ||
 			    unlikely(room == 0) || !packed_one(&b, d, flags, c)) {
@@ -308,7 +292,7 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 		if (idx >= size) {
 			idx -= size;
 			wrap ^= VIRTQ_PACKED_WRAP;
-			want ^= DESC_F_AVAIL | DESC_F_USED;
+			want ^= VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED;
 		}
 	}
 	vq->last_avail_idx = (uint16_t)(wrap | idx);
@@ -338,71 +322,97 @@ static inline uint16_t used_flags(uint16_t used, uint32_t len)
 	return used | (len ? VRING_DESC_F_WRITE : 0);
 }
 
+/* The ids and lens of @p n entries of one descriptor each, into the ring from @p d on. */
+static always_inline void used_ids_lens(struct vring_packed_desc *d,
+					const struct virtq_packed_used *e, unsigned int n)
+{
+	unsigned int k;
+
+#pragma GCC unroll 4
+	for (k = 0; k < n; k++) {
+		d[k].id = htole16(e[k].id);
+		d[k].len = htole32(e[k].len);
+	}
+}
+
+/* Their flags, of a lap whose used flags are @p used. */
+static always_inline void used_flags_run(struct vring_packed_desc *d,
+					 const struct virtq_packed_used *e, unsigned int n,
+					 uint16_t used)
+{
+	unsigned int k;
+
+#pragma GCC unroll 4
+	for (k = 0; k < n; k++)
+		__atomic_store_n(&d[k].flags, htole16(used_flags(used, e[k].len)),
+				 __ATOMIC_RELAXED);
+}
+
 void virtq_packed_flush(struct virtq *vq)
 {
 	const struct virtq_packed_used *e = vq->pshadow;
 	struct vring_packed_desc *ring = vq->pdesc;
-	const uint16_t size = vq->size;
-	uint16_t n = vq->shadow_count;
-	uint16_t idx = pos_idx(vq->last_used_idx);
+	const unsigned int size = vq->size, n = vq->shadow_count;
+	unsigned int idx = pos_idx(vq->last_used_idx), adv = vq->shadow_descs, i, m;
 	uint16_t wrap = vq->last_used_idx & VIRTQ_PACKED_WRAP;
-	uint16_t used = wrap ? DESC_F_AVAIL | DESC_F_USED : 0;
+	uint16_t used = wrap ? VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED : 0;
 	struct vring_packed_desc *first = &ring[idx];
 	uint16_t first_flags;
-	uint32_t adv = 0;
-	uint16_t i = 0, k;
 
 	if (n == 0)
 		return;
 	first_flags = used_flags(used, e[0].len);
 	/*
-	 * Write order: each entry's id and len before its flags (release), and the first
-	 * entry's flags last of all, with release. The driver polls only its next used
-	 * position, the first entry's, and reads its flags before anything else of the
-	 * burst (then a read barrier): until that last store lands it sees none of the
-	 * burst, after it all of it. Four entries of one descriptor each that fill one cache
-	 * line of the ring are written as one batch: four ids and lens, one barrier, four
-	 * flags.
+	 * The driver polls only its next used position, the first entry's, and reads its
+	 * flags before anything else of the burst (then a read barrier): the first entry's
+	 * flags are written last of all, with release, so that until they land it sees none
+	 * of the burst and after them all of it. Every other entry's id and len are written
+	 * before its flags too.
 	 */
-	while (i < n) {
-		struct vring_packed_desc *d = &ring[idx];
+	if (likely(adv == n)) {
+		/*
+		 * Every entry one descriptor, as a burst of one-descriptor chains completes:
+		 * consecutive slots, in two runs if the ring's end comes first (m >= 1 as
+		 * idx < size). All ids and lens, one barrier, all flags.
+		 */
+		m = size - idx < n ? size - idx : n;
+		used_ids_lens(first, e, m);
+		used_ids_lens(ring, e + m, n - m);
+		/*
+		 * Release: the ids and lens above are visible before any flags below. Pairs
+		 * with the driver's read barrier between a used descriptor's flags and its id.
+		 */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		used_flags_run(first + 1, e + 1, m - 1, used);
+		used_flags_run(ring, e + m, n - m, used ^ (VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED));
+		idx += n;
+	} else {
+		/* Chains of several descriptors among them: one at a time, each flags with release. */
+		for (i = 0; i < n; i++) {
+			struct vring_packed_desc *d = &ring[idx];
 
-		if ((idx & (VIRTQ_PACKED_BATCH - 1)) == 0 && idx + VIRTQ_PACKED_BATCH <= size &&
-		    n - i >= VIRTQ_PACKED_BATCH &&
-		    (e[i].ndescs | e[i + 1].ndescs | e[i + 2].ndescs | e[i + 3].ndescs) == 1) {
-#pragma GCC unroll 4
-			for (k = 0; k < VIRTQ_PACKED_BATCH; k++) {
-				d[k].id = htole16(e[i + k].id);
-				d[k].len = htole32(e[i + k].len);
-			}
-			/* Release: the ids and lens above are visible before any flags below. */
-			__atomic_thread_fence(__ATOMIC_RELEASE);
-#pragma GCC unroll 4
-			for (k = i == 0; k < VIRTQ_PACKED_BATCH; k++)
-				__atomic_store_n(&d[k].flags, htole16(used_flags(used, e[i + k].len)),
-						 __ATOMIC_RELAXED);
-			i += VIRTQ_PACKED_BATCH;
-			idx += VIRTQ_PACKED_BATCH;
-			adv += VIRTQ_PACKED_BATCH;
-		} else {
 			d->id = htole16(e[i].id);
 			d->len = htole32(e[i].len);
 			if (i)
 				__atomic_store_n(&d->flags, htole16(used_flags(used, e[i].len)),
 						 __ATOMIC_RELEASE);
 			idx += e[i].ndescs;
-			adv += e[i].ndescs;
-			i++;
-		}
-		if (idx >= size) {
-			idx -= size;
-			wrap ^= VIRTQ_PACKED_WRAP;
-			used ^= DESC_F_AVAIL | DESC_F_USED;
+			if (idx >= size) {
+				idx -= size;
+				wrap ^= VIRTQ_PACKED_WRAP;
+				used ^= VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED;
+			}
 		}
 	}
+	/* Release: everything above is visible before the driver sees the burst. */
 	__atomic_store_n(&first->flags, htole16(first_flags), __ATOMIC_RELEASE);
-	vq->last_used_idx = wrap | idx;
+	if (idx >= size) {
+		idx -= size;
+		wrap ^= VIRTQ_PACKED_WRAP;
+	}
+	vq->last_used_idx = (uint16_t)(wrap | idx);
 	vq->shadow_count = 0;
+	vq->shadow_descs = 0;
 	vq->stats.used_idx_stores++;
 	/*
 	 * Passing signalled_used again (positions compare within two laps)
@@ -481,17 +491,6 @@ void virtq_packed_enable_guest_kicks(struct virtq *vq)
 	/* The caller fences before it looks at the ring again. */
 	__atomic_store_n(&vq->device_event->flags, htole16(VRING_PACKED_EVENT_FLAG_ENABLE),
 			 __ATOMIC_RELAXED);
-}
-
-bool virtq_packed_avail_pending(const struct virtq *vq)
-{
-	uint16_t pos = vq->last_avail_idx;
-	uint16_t flags;
-
-	if (vq->broken)
-		return false;
-	flags = le16toh(__atomic_load_n(&vq->pdesc[pos_idx(pos)].flags, __ATOMIC_RELAXED));
-	return desc_avail(flags, avail_bits(pos_wrap(pos)));
 }
 
 void virtq_packed_set_per_entry_publish(struct virtq *vq, bool on)

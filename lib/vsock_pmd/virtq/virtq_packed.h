@@ -32,9 +32,11 @@
  *
  * Batches. Where four chains of one descriptor each fill one cache line of
  * the ring (the line's first slot, none past the end), a dequeue checks their
- * four flags in one pass and orders them before the rest with one barrier,
- * and a flush writes four ids and lens, one barrier, four flags. Anywhere
- * else, and for any descriptor that is not such a chain, one at a time.
+ * four flags in one pass and orders them before the rest with one barrier;
+ * anywhere else, and for any descriptor that is not such a chain, one at a
+ * time. A flush whose entries are all of one descriptor (consecutive slots)
+ * writes every id and len, one barrier, every flags but the first's, then
+ * the first's; with a longer chain among them, each entry's id, len, flags.
  *
  * Notifications: the driver event suppression structure (ENABLE, DISABLE,
  * DESC with off_wrap under VIRTIO_RING_F_EVENT_IDX); kicks are turned off
@@ -43,6 +45,7 @@
  * The ring size need not be a power of two (it must be 1..32768).
  */
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -92,7 +95,8 @@ static inline void virtq_packed_complete(struct virtq *vq, uint16_t id, uint16_t
 {
 	struct virtq_packed_used *e;
 
-	if (__builtin_expect(id >= vq->size || ndescs == 0 || ndescs > vq->size, 0)) {
+	/* ndescs - 1 wraps for 0: one compare refuses 0 and more than the ring. */
+	if (__builtin_expect(id >= vq->size || (unsigned int)ndescs - 1 >= vq->size, 0)) {
 		vq->stats.errors[VIRTQ_ERR_USED_ID]++;
 		return;
 	}
@@ -100,6 +104,7 @@ static inline void virtq_packed_complete(struct virtq *vq, uint16_t id, uint16_t
 	e->id = id;
 	e->ndescs = ndescs;
 	e->len = len;
+	vq->shadow_descs += ndescs;
 	vq->stats.completed++;
 	if (vq->per_entry_publish || vq->shadow_count == vq->shadow_cap)
 		virtq_packed_flush(vq);
@@ -124,8 +129,40 @@ void virtq_packed_disable_guest_kicks(struct virtq *vq);
 /** Ask the driver to kick us for its next buffer (ENABLE). */
 void virtq_packed_enable_guest_kicks(struct virtq *vq);
 
-/** Whether the next descriptor is available (a relaxed look, for sleep decisions). */
-bool virtq_packed_avail_pending(const struct virtq *vq);
+/** The AVAIL and USED flags of a packed descriptor. */
+#define VIRTQ_PACKED_F_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
+#define VIRTQ_PACKED_F_USED (1u << VRING_PACKED_DESC_F_USED)
+
+/*
+ * AVAIL and USED of a descriptor the driver made available at a position whose wrap counter
+ * is @p wrap: AVAIL equal to the counter, USED not. Crossing the ring's end flips both.
+ */
+static inline uint16_t virtq_packed_avail_bits(bool wrap)
+{
+	return wrap ? VIRTQ_PACKED_F_AVAIL : VIRTQ_PACKED_F_USED;
+}
+
+/* Whether @p flags are those of an available descriptor (avail_bits() of its position). */
+static inline bool virtq_packed_desc_avail(uint16_t flags, uint16_t want)
+{
+	return (flags & (VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED)) == want;
+}
+
+/**
+ * Whether the next descriptor is available (a relaxed look, for sleep decisions). Inline:
+ * a round that finds nothing asks it every time.
+ */
+static inline bool virtq_packed_avail_pending(const struct virtq *vq)
+{
+	uint16_t pos = vq->last_avail_idx;
+	uint16_t flags;
+
+	if (vq->broken)
+		return false;
+	flags = le16toh(__atomic_load_n(&vq->pdesc[pos & VIRTQ_PACKED_IDX_MASK].flags,
+					__ATOMIC_RELAXED));
+	return virtq_packed_desc_avail(flags, virtq_packed_avail_bits(pos & VIRTQ_PACKED_WRAP));
+}
 
 /** As virtq_split_set_per_entry_publish(). */
 void virtq_packed_set_per_entry_publish(struct virtq *vq, bool on);
