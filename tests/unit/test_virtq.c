@@ -2479,6 +2479,28 @@ static void test_zero_len(bool packed)
 	drv_close(d);
 }
 
+/*
+ * A dequeue that finds nothing is a dequeue too: unget then refers to it, and gives back
+ * nothing of the burst before it; the chains of that burst stay taken.
+ */
+static void test_unget_after_empty(bool packed)
+{
+	struct drv dd, *d = &dd;
+	struct buf one = { R0_GPA, 8, 0 };
+	struct virtq_chain c[4];
+	uint16_t after;
+
+	drv_open(d, packed, 8, 0);
+	drv_post(d, &one, 1);
+	drv_post(d, &one, 1);
+	tap_ok(vq_dequeue_burst(d->vq, c, 4) == 2, "empty burst: two chains taken");
+	after = d->vq->last_avail_idx;
+	tap_ok(vq_dequeue_burst(d->vq, c, 4) == 0 && vq_unget(d->vq, 2) == 0 &&
+			d->vq->last_avail_idx == after && vq_dequeue_burst(d->vq, c, 4) == 0,
+			"empty burst: unget after it gives nothing back");
+	drv_close(d);
+}
+
 /* Kicks off and on again (as a sleeping poll loop does), and the look for new buffers. */
 static void test_kicks(bool packed)
 {
@@ -2604,6 +2626,7 @@ int main(void)
 		split_test_event_idx();
 		split_test_no_event_idx();
 		test_kicks(false);
+		test_unget_after_empty(false);
 		split_test_random();
 		test_regions(false);
 	} else {
@@ -2623,6 +2646,7 @@ int main(void)
 		packed_test_event_modes();
 		packed_test_event_wrap();
 		test_kicks(true);
+		test_unget_after_empty(true);
 		packed_test_random();
 		packed_test_batches();
 		packed_test_batch_wrap();

@@ -18,9 +18,20 @@
 
 #define VQ_PACKED(vq) __builtin_expect((vq)->packed, 0)
 
+static inline bool vq_avail_pending(const struct virtq *vq);
+
 static inline uint16_t vq_dequeue_burst(struct virtq *vq, struct virtq_chain *chains,
 					uint16_t max)
 {
+	/*
+	 * Nothing available (or the queue broken), what most polls of a queue find: answered
+	 * here, without a call. A relaxed look; the layout's burst loads what it takes with
+	 * acquire.
+	 */
+	if (!vq_avail_pending(vq)) {
+		vq->unget_max = 0;
+		return 0;
+	}
 	if (VQ_PACKED(vq))
 		return virtq_packed_dequeue_burst(vq, chains, max);
 	return virtq_split_dequeue_burst(vq, chains, max);
