@@ -393,8 +393,8 @@ struct vsock_pmd_conn_info {
 	char type[VSOCK_PMD_NAME_MAX];	/**< "stream" or "seqpacket" */
 	char state[VSOCK_PMD_NAME_MAX];	/**< "connecting", "established", "closing", ... */
 	/* Byte counters of the vsock protocol: they wrap at 2^32. */
-	uint32_t from_guest_bytes;	/**< received from the guest (the guest's tx_cnt) */
-	uint32_t to_guest_bytes;	/**< sent to the guest (our tx_cnt) */
+	uint32_t from_guest_bytes;	/**< received from the guest (its sender-side tx_cnt) */
+	uint32_t to_guest_bytes;	/**< sent to the guest (our sender-side tx_cnt) */
 	/* Credit both ways: what each side may still send before it must wait. */
 	uint32_t guest_credit;		/**< bytes the guest may still send us */
 	uint32_t our_buf_alloc;		/**< our receive buffer, as advertised */
