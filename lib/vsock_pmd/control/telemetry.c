@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,117 @@
  */
 #define TEL_CONNS_PAGE 32
 #define TEL_VMS_PAGE 24
+
+/*
+ * A struct's fields as telemetry prints them, in the reply's order. The kind follows from
+ * the field's C type, so that a field whose type changes cannot be read with the old one.
+ * librte_telemetry 22.11 takes u64, int and strings only: bools and unsigned fields go as
+ * u64, signed ones as int (open_fds, the one int64_t, is a count of descriptors).
+ */
+#define TEL_KINDS(X) \
+	X(TEL_BOOL, bool, u64) X(TEL_U16, uint16_t, u64) X(TEL_U32, uint32_t, u64) \
+	X(TEL_U64, uint64_t, u64) X(TEL_INT, int, int) X(TEL_I64, int64_t, int)
+
+#define KIND_ENUM(kind, type, call) kind,
+enum tel_kind { TEL_KINDS(KIND_ENUM) TEL_STR };
+#undef KIND_ENUM
+
+struct tel_field {
+	const char *name;
+	size_t offset;
+	enum tel_kind kind;
+};
+
+#define KIND_OF(kind, type, call) type: kind,
+#define TEL_KIND(v) _Generic((v), TEL_KINDS(KIND_OF) char *: TEL_STR)
+#define TEL_NAMED(type, name, member) \
+	{ name, offsetof(type, member), TEL_KIND(((type *)NULL)->member) },
+#define TEL_FIELD(type, member) TEL_NAMED(type, #member, member)
+
+#define CONFIG(m) TEL_FIELD(struct vsock_pmd_config, m)
+static const struct tel_field config_fields[] = {
+	CONFIG(main_lcore) CONFIG(nb_lcores) CONFIG(nb_vms) CONFIG(burst) CONFIG(paused)
+	CONFIG(record_burst_stats) CONFIG(record_core_cycles) CONFIG(tsc_hz)
+};
+
+#define RES(m) TEL_FIELD(struct vsock_pmd_resources, m)
+static const struct tel_field resources_fields[] = {
+	RES(mbufs_total) RES(mbufs_in_use) RES(conns) RES(open_fds) RES(rss_bytes)
+};
+
+#define MEM(m) TEL_FIELD(struct vsock_pmd_memory, m)
+static const struct tel_field memory_fields[] = {
+	MEM(heap_bytes) MEM(heap_used_bytes) MEM(can_grow) MEM(pools_bytes)
+};
+
+/* Mempools and memzones apart: a memzone has no mbufs. */
+#define POOL(m) TEL_FIELD(struct vsock_pmd_mem_pool, m)
+static const struct tel_field pool_fields[] = {
+	POOL(socket) POOL(bytes) POOL(objects) POOL(obj_bytes) POOL(in_use)
+};
+static const struct tel_field memzone_fields[] = { POOL(socket) POOL(bytes) POOL(memzones) };
+
+/* socket_mode and socket_gid follow, as configured rather than as stored. */
+#define VM_AS(name, m) TEL_NAMED(struct vsock_pmd_vm_info, name, m)
+#define VM(m) VM_AS(#m, m)
+static const struct tel_field vm_fields[] = {
+	VM(cid) VM(running) VM(lcore) VM(placed_lcore) VM(features) VM(conns) VM(pipes)
+	VM_AS("rx_ring_size", ring_size[VSOCK_PMD_Q_RX])
+	VM_AS("tx_ring_size", ring_size[VSOCK_PMD_Q_TX])
+	VM_AS("rx_ring_broken", ring_broken[VSOCK_PMD_Q_RX])
+	VM_AS("tx_ring_broken", ring_broken[VSOCK_PMD_Q_TX])
+	VM_AS("socket", socket_path) VM_AS("uds", uds_path)
+	VM(tx_buffer_size) VM(queue_size) VM(max_conns) VM(max_pipes) VM(line_timeout_ms)
+	VM(connect_timeout_ms)
+};
+
+#define VM_STAT(m) TEL_FIELD(struct vsock_pmd_vm_stats, m)
+static const struct tel_field vm_stats_fields[] = { VM_STAT(cid) VSOCK_VM_COUNTERS(VM_STAT) };
+
+#define QUEUE(m) TEL_FIELD(struct vsock_pmd_queue_stats, m)
+static const struct tel_field queue_fields[] = { VSOCK_QUEUE_COUNTERS(QUEUE) };
+
+#define LCORE(m) TEL_FIELD(struct vsock_pmd_lcore_stats, m)
+static const struct tel_field lcore_fields[] = {
+	LCORE(lcore_id) LCORE(nb_vms) VSOCK_LCORE_COUNTERS(LCORE)
+};
+
+#define CONN(m) TEL_FIELD(struct vsock_pmd_conn_info, m)
+static const struct tel_field conn_fields[] = {
+	CONN(guest_port) CONN(host_port) CONN(type) CONN(state) CONN(from_guest_bytes)
+	CONN(to_guest_bytes) CONN(guest_credit) CONN(our_buf_alloc) CONN(host_credit)
+	CONN(peer_buf_alloc) CONN(queued_to_host) CONN(queued_to_guest)
+};
+
+/* The @p n @p fields of the struct at @p s, into dict @p d. */
+static void add_fields(struct rte_tel_data *d, const void *s, const struct tel_field *fields,
+		       unsigned int n)
+{
+	const struct tel_field *f;
+
+	for (f = fields; f < fields + n; f++) {
+		const void *v = (const char *)s + f->offset;
+
+		switch (f->kind) {
+#define KIND_ADD(kind, type, call) \
+		case kind: \
+			rte_tel_data_add_dict_##call(d, f->name, *(const type *)v); \
+			break;
+		TEL_KINDS(KIND_ADD)
+#undef KIND_ADD
+		case TEL_STR:
+			rte_tel_data_add_dict_string(d, f->name, v);
+			break;
+		}
+	}
+}
+
+#define ADD_FIELDS(d, s, fields) add_fields(d, s, fields, RTE_DIM(fields))
+#define START_DICT_OF(d, s, fields) \
+	do { \
+		rte_tel_data_start_dict(d); \
+		ADD_FIELDS(d, s, fields); \
+	} while (0)
 
 static int parse_cid(const char *params, uint64_t *cid)
 {
@@ -71,14 +183,7 @@ static int tel_config(const char *cmd __rte_unused, const char *params __rte_unu
 		return rc;
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "version", vsock_pmd_version());
-	rte_tel_data_add_dict_u64(d, "main_lcore", c.main_lcore);
-	rte_tel_data_add_dict_u64(d, "nb_lcores", c.nb_lcores);
-	rte_tel_data_add_dict_u64(d, "nb_vms", c.nb_vms);
-	rte_tel_data_add_dict_u64(d, "burst", c.burst);
-	rte_tel_data_add_dict_u64(d, "paused", c.paused);
-	rte_tel_data_add_dict_u64(d, "record_burst_stats", c.record_burst_stats);
-	rte_tel_data_add_dict_u64(d, "record_core_cycles", c.record_core_cycles);
-	rte_tel_data_add_dict_u64(d, "tsc_hz", c.tsc_hz);
+	ADD_FIELDS(d, &c, config_fields);
 	return 0;
 }
 
@@ -88,15 +193,9 @@ static int tel_resources(const char *cmd __rte_unused, const char *params __rte_
 	struct vsock_pmd_resources r;
 	int rc = vsock_pmd_resources_get(&r);
 
-	if (rc < 0)
-		return rc;
-	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_u64(d, "mbufs_total", r.mbufs_total);
-	rte_tel_data_add_dict_u64(d, "mbufs_in_use", r.mbufs_in_use);
-	rte_tel_data_add_dict_u64(d, "conns", r.conns);
-	rte_tel_data_add_dict_int(d, "open_fds", (int)r.open_fds);
-	rte_tel_data_add_dict_u64(d, "rss_bytes", r.rss_bytes);
-	return 0;
+	if (rc == 0)
+		START_DICT_OF(d, &r, resources_fields);
+	return rc;
 }
 
 static int tel_memory(const char *cmd __rte_unused, const char *params __rte_unused,
@@ -112,12 +211,7 @@ static int tel_memory(const char *cmd __rte_unused, const char *params __rte_unu
 	rc = vsock_pmd_memory_get(m);
 	if (rc < 0)
 		goto out;
-	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_u64(d, "heap_bytes", m->heap_bytes);
-	rte_tel_data_add_dict_u64(d, "heap_used_bytes", m->heap_used_bytes);
-	rte_tel_data_add_dict_u64(d, "can_grow", m->can_grow);
-	rte_tel_data_add_dict_u64(d, "pools_bytes", m->pools_bytes);
-	/* Mempools and memzones apart: a memzone has no mbufs. */
+	START_DICT_OF(d, m, memory_fields);
 	pools = add_dict(d, "pools");
 	zones = add_dict(d, "memzones");
 	rc = -ENOMEM;
@@ -130,15 +224,10 @@ static int tel_memory(const char *cmd __rte_unused, const char *params __rte_unu
 		e = add_dict(p->objects ? pools : zones, p->name);
 		if (!e)
 			goto out;
-		rte_tel_data_add_dict_int(e, "socket", p->socket);
-		rte_tel_data_add_dict_u64(e, "bytes", p->bytes);
-		if (!p->objects) {
-			rte_tel_data_add_dict_u64(e, "memzones", p->memzones);
-			continue;
-		}
-		rte_tel_data_add_dict_u64(e, "objects", p->objects);
-		rte_tel_data_add_dict_u64(e, "obj_bytes", p->obj_bytes);
-		rte_tel_data_add_dict_u64(e, "in_use", p->in_use);
+		if (p->objects)
+			ADD_FIELDS(e, p, pool_fields);
+		else
+			ADD_FIELDS(e, p, memzone_fields);
 	}
 	rc = 0;
 out:
@@ -180,25 +269,7 @@ static int tel_vms(const char *cmd __rte_unused, const char *params, struct rte_
 		v = add_dict(d, key);
 		if (!v)
 			return -ENOMEM;
-		rte_tel_data_add_dict_u64(v, "cid", vi.cid);
-		rte_tel_data_add_dict_u64(v, "running", vi.running);
-		rte_tel_data_add_dict_int(v, "lcore", vi.lcore);
-		rte_tel_data_add_dict_u64(v, "placed_lcore", vi.placed_lcore);
-		rte_tel_data_add_dict_u64(v, "features", vi.features);
-		rte_tel_data_add_dict_u64(v, "conns", vi.conns);
-		rte_tel_data_add_dict_u64(v, "pipes", vi.pipes);
-		rte_tel_data_add_dict_u64(v, "rx_ring_size", vi.ring_size[VSOCK_PMD_Q_RX]);
-		rte_tel_data_add_dict_u64(v, "tx_ring_size", vi.ring_size[VSOCK_PMD_Q_TX]);
-		rte_tel_data_add_dict_u64(v, "rx_ring_broken", vi.ring_broken[VSOCK_PMD_Q_RX]);
-		rte_tel_data_add_dict_u64(v, "tx_ring_broken", vi.ring_broken[VSOCK_PMD_Q_TX]);
-		rte_tel_data_add_dict_string(v, "socket", vi.socket_path);
-		rte_tel_data_add_dict_string(v, "uds", vi.uds_path);
-		rte_tel_data_add_dict_u64(v, "tx_buffer_size", vi.tx_buffer_size);
-		rte_tel_data_add_dict_u64(v, "queue_size", vi.queue_size);
-		rte_tel_data_add_dict_u64(v, "max_conns", vi.max_conns);
-		rte_tel_data_add_dict_u64(v, "max_pipes", vi.max_pipes);
-		rte_tel_data_add_dict_u64(v, "line_timeout_ms", vi.line_timeout_ms);
-		rte_tel_data_add_dict_u64(v, "connect_timeout_ms", vi.connect_timeout_ms);
+		ADD_FIELDS(v, &vi, vm_fields);
 		/* As configured: "" and -1 when the umask and the process's group decide. */
 		key[0] = '\0';
 		if (vi.socket_mode)
@@ -218,9 +289,7 @@ static int add_queue(struct rte_tel_data *d, const char *name,
 
 	if (!q)
 		return -ENOMEM;
-#define ADD_Q(f) rte_tel_data_add_dict_u64(q, #f, qs->f);
-	VSOCK_QUEUE_COUNTERS(ADD_Q)
-#undef ADD_Q
+	ADD_FIELDS(q, qs, queue_fields);
 	/* Only the sizes seen: 513 zeros would not fit the reply. */
 	h = add_dict(q, "burst_hist");
 	if (!h)
@@ -241,11 +310,7 @@ static int stats_reply(const struct vsock_pmd_vm_stats *s, struct rte_tel_data *
 	struct rte_tel_data *e;
 	unsigned int i;
 
-	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_u64(d, "cid", s->cid);
-#define ADD_VM(f) rte_tel_data_add_dict_u64(d, #f, s->f);
-	VSOCK_VM_COUNTERS(ADD_VM)
-#undef ADD_VM
+	START_DICT_OF(d, s, vm_stats_fields);
 	if (add_queue(d, "rx", &s->q[VSOCK_PMD_Q_RX]) < 0 ||
 	    add_queue(d, "tx", &s->q[VSOCK_PMD_Q_TX]) < 0)
 		return -ENOMEM;
@@ -295,11 +360,7 @@ static int tel_lcores(const char *cmd __rte_unused, const char *params __rte_unu
 		l = add_dict(d, key);
 		if (!l)
 			return -ENOMEM;
-		rte_tel_data_add_dict_u64(l, "lcore_id", ls.lcore_id);
-		rte_tel_data_add_dict_u64(l, "nb_vms", ls.nb_vms);
-#define ADD_L(f) rte_tel_data_add_dict_u64(l, #f, ls.f);
-		VSOCK_LCORE_COUNTERS(ADD_L)
-#undef ADD_L
+		ADD_FIELDS(l, &ls, lcore_fields);
 	}
 	return 0;
 }
@@ -335,18 +396,7 @@ static int conns_reply(uint64_t cid, const struct vsock_pmd_conn_info *conns, un
 		c = add_dict(all, key);
 		if (!c)
 			return -ENOMEM;
-		rte_tel_data_add_dict_u64(c, "guest_port", ci->guest_port);
-		rte_tel_data_add_dict_u64(c, "host_port", ci->host_port);
-		rte_tel_data_add_dict_string(c, "type", ci->type);
-		rte_tel_data_add_dict_string(c, "state", ci->state);
-		rte_tel_data_add_dict_u64(c, "from_guest_bytes", ci->from_guest_bytes);
-		rte_tel_data_add_dict_u64(c, "to_guest_bytes", ci->to_guest_bytes);
-		rte_tel_data_add_dict_u64(c, "guest_credit", ci->guest_credit);
-		rte_tel_data_add_dict_u64(c, "our_buf_alloc", ci->our_buf_alloc);
-		rte_tel_data_add_dict_u64(c, "host_credit", ci->host_credit);
-		rte_tel_data_add_dict_u64(c, "peer_buf_alloc", ci->peer_buf_alloc);
-		rte_tel_data_add_dict_u64(c, "queued_to_host", ci->queued_to_host);
-		rte_tel_data_add_dict_u64(c, "queued_to_guest", ci->queued_to_guest);
+		ADD_FIELDS(c, ci, conn_fields);
 	}
 	return 0;
 }
