@@ -76,6 +76,13 @@ static void add_err(struct vsock_pmd_vm_stats *st, const char *prefix, const cha
 	st->errors_total += count;
 }
 
+/* Counters a VM's stats show under their conn_stats and dp_stats names; two are renamed. */
+#define CONN_STATS_AS_VM(X) \
+	X(from_guest_pkts) X(from_guest_bytes) X(to_guest_pkts) X(to_guest_bytes) \
+	X(host_read_bytes) X(host_written_bytes) X(conns_opened) X(conns_closed) \
+	X(conns_reset) X(conns_refused) X(credit_stalls) X(rst_dropped)
+#define DP_STATS_AS_VM(X) X(tx_backpressure) X(rx_ring_full) X(short_packets) X(small_rx_buffers)
+
 /* Totals since the device was created. Device lock held (kick counters are drained). */
 static void vsock_dev_stats_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats *st)
 {
@@ -88,26 +95,16 @@ static void vsock_dev_stats_raw(struct vsock_dev *dev, struct vsock_pmd_vm_stats
 
 	memset(st, 0, sizeof(*st));
 	st->cid = dev->conf.cid;
-	st->from_guest_pkts = rd(&cs->from_guest_pkts);
-	st->from_guest_bytes = rd(&cs->from_guest_bytes);
-	st->to_guest_pkts = rd(&cs->to_guest_pkts);
-	st->to_guest_bytes = rd(&cs->to_guest_bytes);
-	st->host_read_bytes = rd(&cs->host_read_bytes);
-	st->host_written_bytes = rd(&cs->host_written_bytes);
-	st->conns_opened = rd(&cs->conns_opened);
-	st->conns_closed = rd(&cs->conns_closed);
-	st->conns_reset = rd(&cs->conns_reset);
-	st->conns_refused = rd(&cs->conns_refused);
+#define FROM_CONNS(f) st->f = rd(&cs->f);
+	CONN_STATS_AS_VM(FROM_CONNS)
+#undef FROM_CONNS
 	st->conns_table_full = rd(&cs->table_full);
+	st->mempool_exhausted = rd(&cs->pool_empty);
+#define FROM_DP(f) st->f = rd(&ds->f);
+	DP_STATS_AS_VM(FROM_DP)
+#undef FROM_DP
 	ep_pipe_share_get((unsigned int)ep_sibling_index(dev->conf.cid), &pipes,
 			  &st->pipes_refused);
-	st->credit_stalls = rd(&cs->credit_stalls);
-	st->mempool_exhausted = rd(&cs->pool_empty);
-	st->rst_dropped = rd(&cs->rst_dropped);
-	st->tx_backpressure = rd(&ds->tx_backpressure);
-	st->rx_ring_full = rd(&ds->rx_ring_full);
-	st->short_packets = rd(&ds->short_packets);
-	st->small_rx_buffers = rd(&ds->small_rx_buffers);
 
 	vsock_dev_kicks_drain(dev);
 	for (q = 0; q < VSOCK_NR_VQ; q++) {
