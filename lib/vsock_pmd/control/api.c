@@ -170,18 +170,21 @@ static void lcore_raw(unsigned int idx, struct vsock_pmd_lcore_stats *st)
 
 /* ---- the public API ---- */
 
-static int api_enter(void)
+/*
+ * Every call runs its @p body through here: only while the API is open, and under
+ * api_lock, so that vsock_api_close() waits for the call in progress and the baselines
+ * and settings have one writer at a time. @p which is what the call is about (a VM's cid,
+ * its index or a worker's, a setting), @p arg what it reads or writes.
+ */
+static int api_call(int (*body)(uint64_t which, void *arg), uint64_t which, void *arg)
 {
+	int rc = -ENODEV;
+
 	pthread_mutex_lock(&api_lock);
 	if (live)
-		return 0;
+		rc = body(which, arg);
 	pthread_mutex_unlock(&api_lock);
-	return -ENODEV;
-}
-
-static void api_leave(void)
-{
-	pthread_mutex_unlock(&api_lock);
+	return rc;
 }
 
 /* Index of VM @p cid in the device table, or -1. Device lock held. */
@@ -214,12 +217,10 @@ void vsock_api_close(void)
 	pthread_mutex_unlock(&api_lock);
 }
 
-int vsock_pmd_config_get(struct vsock_pmd_config *conf)
+static int config_read(uint64_t which __rte_unused, void *arg)
 {
-	int rc = api_enter();
+	struct vsock_pmd_config *conf = arg;
 
-	if (rc < 0)
-		return rc;
 	vsock_devs_lock();
 	conf->nb_vms = vsock_devs_count();
 	vsock_devs_unlock();
@@ -230,8 +231,12 @@ int vsock_pmd_config_get(struct vsock_pmd_config *conf)
 	conf->record_burst_stats = setting[SET_RECORD_BURSTS];
 	conf->record_core_cycles = setting[SET_RECORD_CYCLES];
 	conf->tsc_hz = rte_get_tsc_hz();
-	api_leave();
 	return 0;
+}
+
+int vsock_pmd_config_get(struct vsock_pmd_config *conf)
+{
+	return api_call(config_read, 0, conf);
 }
 
 /* Entries of /proc/self/fd, the descriptor that reads it excluded; -1 if unreadable. */
@@ -265,13 +270,11 @@ static uint64_t rss_bytes(void)
 	return n == 2 ? (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
 }
 
-int vsock_pmd_resources_get(struct vsock_pmd_resources *res)
+static int resources_read(uint64_t which __rte_unused, void *arg)
 {
+	struct vsock_pmd_resources *res = arg;
 	unsigned int i;
-	int rc = api_enter();
 
-	if (rc < 0)
-		return rc;
 	memset(res, 0, sizeof(*res));
 	vsock_devs_lock();
 	vsock_devs_mbufs(&res->mbufs_total, &res->mbufs_in_use);
@@ -280,8 +283,12 @@ int vsock_pmd_resources_get(struct vsock_pmd_resources *res)
 	vsock_devs_unlock();
 	res->open_fds = open_fds();
 	res->rss_bytes = rss_bytes();
-	api_leave();
 	return 0;
+}
+
+int vsock_pmd_resources_get(struct vsock_pmd_resources *res)
+{
+	return api_call(resources_read, 0, res);
 }
 
 /* Names of what the engine reserves itself, memzones of its rte_rings ("RG_") included. */
@@ -328,13 +335,11 @@ static void add_memzone(const struct rte_memzone *mz, void *arg)
 	mem->pools_bytes += mz->len;
 }
 
-int vsock_pmd_memory_get(struct vsock_pmd_memory *mem)
+static int memory_read(uint64_t which __rte_unused, void *arg)
 {
+	struct vsock_pmd_memory *mem = arg;
 	unsigned int i;
-	int rc = api_enter();
 
-	if (rc < 0)
-		return rc;
 	memset(mem, 0, sizeof(*mem));
 	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
 		struct rte_malloc_socket_stats st;
@@ -349,21 +354,24 @@ int vsock_pmd_memory_get(struct vsock_pmd_memory *mem)
 	vsock_devs_pools(mem);
 	vsock_devs_unlock();
 	rte_memzone_walk(add_memzone, mem);
-	api_leave();
 	return 0;
 }
 
-int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
+int vsock_pmd_memory_get(struct vsock_pmd_memory *mem)
 {
+	return api_call(memory_read, 0, mem);
+}
+
+static int vm_info_read(uint64_t idx, void *arg)
+{
+	struct vsock_pmd_vm_info *info = arg;
 	struct vsock_dev *dev;
 	uint64_t refused;
 	uint16_t q;
-	int rc = api_enter();
+	int rc = 0;
 
-	if (rc < 0)
-		return rc;
 	vsock_devs_lock();
-	dev = vsock_dev_at(idx);
+	dev = vsock_dev_at((unsigned int)idx);
 	if (!dev) {
 		rc = -ENOENT;
 		goto out;
@@ -389,7 +397,7 @@ int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 	}
 	info->conns = conn_count(dev->dp.conns);
 	/* Its share is its place in the configuration, as the device's. */
-	ep_pipe_share_get(idx, &info->pipes, &refused);
+	ep_pipe_share_get((unsigned int)idx, &info->pipes, &refused);
 	info->tx_buffer_size = dev->conf.tx_buffer_size;
 	info->queue_size = dev->conf.queue_size;
 	info->max_conns = dev->conf.max_conns;
@@ -398,54 +406,57 @@ int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 	info->connect_timeout_ms = dev->conf.connect_timeout_ms;
 out:
 	vsock_devs_unlock();
-	api_leave();
 	return rc;
 }
 
-int vsock_pmd_vm_stats_get(uint64_t cid, struct vsock_pmd_vm_stats *st)
+int vsock_pmd_vm_info_get(unsigned int idx, struct vsock_pmd_vm_info *info)
 {
-	int rc = api_enter(), i;
+	return api_call(vm_info_read, idx, info);
+}
 
-	if (rc < 0)
-		return rc;
+static int vm_stats_read(uint64_t cid, void *arg)
+{
+	struct vsock_pmd_vm_stats *st = arg;
+	int i;
+
 	vsock_devs_lock();
 	i = dev_index(cid);
-	if (i < 0) {
-		rc = -ENOENT;
-	} else {
+	if (i >= 0) {
 		vsock_dev_stats_raw(vsock_dev_at(i), st);
 		vm_sub(st, &vm_base[i]);
 	}
 	vsock_devs_unlock();
-	api_leave();
-	return rc;
+	return i < 0 ? -ENOENT : 0;
+}
+
+int vsock_pmd_vm_stats_get(uint64_t cid, struct vsock_pmd_vm_stats *st)
+{
+	return api_call(vm_stats_read, cid, st);
+}
+
+static int lcore_stats_read(uint64_t idx, void *arg)
+{
+	struct vsock_pmd_lcore_stats *st = arg;
+
+	if (idx >= workers_count())
+		return -ENOENT;
+	lcore_raw((unsigned int)idx, st);
+#define SUB_LCORE(f) st->f -= lcore_base[idx].f;
+	VSOCK_LCORE_COUNTERS(SUB_LCORE)
+#undef SUB_LCORE
+	return 0;
 }
 
 int vsock_pmd_lcore_stats_get(unsigned int idx, struct vsock_pmd_lcore_stats *st)
 {
-	int rc = api_enter();
-
-	if (rc < 0)
-		return rc;
-	if (idx >= workers_count()) {
-		rc = -ENOENT;
-	} else {
-		lcore_raw(idx, st);
-#define SUB_LCORE(f) st->f -= lcore_base[idx].f;
-		VSOCK_LCORE_COUNTERS(SUB_LCORE)
-#undef SUB_LCORE
-	}
-	api_leave();
-	return rc;
+	return api_call(lcore_stats_read, idx, st);
 }
 
-int vsock_pmd_stats_clear(uint64_t cid)
+static int stats_clear(uint64_t cid, void *arg __rte_unused)
 {
 	unsigned int i;
-	int rc = api_enter(), found = 0;
+	int rc = 0, found = 0;
 
-	if (rc < 0)
-		return rc;
 	vsock_devs_lock();
 	for (i = 0; i < vsock_devs_count(); i++) {
 		struct vsock_dev *dev = vsock_dev_at(i);
@@ -462,8 +473,12 @@ int vsock_pmd_stats_clear(uint64_t cid)
 	} else if (!found) {
 		rc = -ENOENT;
 	}
-	api_leave();
 	return rc;
+}
+
+int vsock_pmd_stats_clear(uint64_t cid)
+{
+	return api_call(stats_clear, cid, NULL);
 }
 
 struct snapshot_req {
@@ -480,32 +495,33 @@ static void snapshot_conns(void *arg)
 	r->count = conn_table_snapshot(r->t, r->out, r->max);
 }
 
+static int conns_read(uint64_t cid, void *arg)
+{
+	struct snapshot_req *r = arg;
+	struct vsock_dev *dev;
+	int rc = -ENOENT, i;
+
+	vsock_devs_lock();
+	i = dev_index(cid);
+	if (i >= 0) {
+		dev = vsock_dev_at(i);
+		r->t = dev->dp.conns;
+		/* The table is the worker's while it polls the device; else ours under the lock. */
+		if (dev->running && !dev->remapping)
+			worker_run(dev->worker, snapshot_conns, r);
+		else
+			snapshot_conns(r);
+		rc = (int)RTE_MIN(r->count, (uint32_t)INT32_MAX);
+	}
+	vsock_devs_unlock();
+	return rc;
+}
+
 int vsock_pmd_conns_get(uint64_t cid, struct vsock_pmd_conn_info *out, unsigned int max)
 {
 	struct snapshot_req r = { .out = out, .max = max };
-	struct vsock_dev *dev;
-	int rc = api_enter(), i;
 
-	if (rc < 0)
-		return rc;
-	vsock_devs_lock();
-	i = dev_index(cid);
-	if (i < 0) {
-		rc = -ENOENT;
-		goto out;
-	}
-	dev = vsock_dev_at(i);
-	r.t = dev->dp.conns;
-	/* The table is the worker's while it polls the device; otherwise ours under the lock. */
-	if (dev->running && !dev->remapping)
-		worker_run(dev->worker, snapshot_conns, &r);
-	else
-		snapshot_conns(&r);
-	rc = (int)RTE_MIN(r.count, (uint32_t)INT32_MAX);
-out:
-	vsock_devs_unlock();
-	api_leave();
-	return rc;
+	return api_call(conns_read, cid, &r);
 }
 
 int vsock_pmd_conns_get_all(uint64_t cid, struct vsock_pmd_conn_info **out)
@@ -538,13 +554,10 @@ int vsock_pmd_conns_get_all(uint64_t cid, struct vsock_pmd_conn_info **out)
  * valid one, so relaxed stores do, with no handshake; the devices' under their table's lock,
  * so that none is being created or destroyed meanwhile.
  */
-static int live_set(enum live_setting what, unsigned int v)
+static int live_store(uint64_t what, void *arg)
 {
-	unsigned int i;
-	int rc = api_enter();
+	unsigned int i, v = *(const unsigned int *)arg;
 
-	if (rc < 0)
-		return rc;
 	vsock_devs_lock();
 	for (i = 0; i < vsock_devs_count(); i++) {
 		struct dp_dev *dp = &vsock_dev_at(i)->dp;
@@ -566,8 +579,12 @@ static int live_set(enum live_setting what, unsigned int v)
 	else if (what == SET_PAUSED && v != setting[what])
 		VSOCK_LOG(INFO, "polling %s", v ? "paused" : "resumed");
 	setting[what] = v;
-	api_leave();
 	return 0;
+}
+
+static int live_set(enum live_setting what, unsigned int v)
+{
+	return api_call(live_store, what, &v);
 }
 
 int vsock_pmd_set_burst(unsigned int burst)
