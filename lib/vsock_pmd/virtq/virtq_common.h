@@ -176,6 +176,31 @@ static inline void virtq_mark_broken(struct virtq *vq, enum virtq_err err)
 }
 
 /**
+ * The end of a dequeue of @p done chains, the next position @p next: what a later unget may
+ * give back, and the count. Returns @p done.
+ */
+static inline uint16_t virtq_dequeued(struct virtq *vq, uint16_t next, unsigned int done)
+{
+	vq->last_avail_idx = next;
+	vq->unget_max = (uint16_t)done;
+	vq->stats.dequeued += done;
+	return (uint16_t)done;
+}
+
+/**
+ * How many of the last dequeue's chains an unget of @p n gives back (at most those it
+ * took), taken off what a later unget may give back and counted.
+ */
+static inline uint16_t virtq_ungot(struct virtq *vq, uint16_t n)
+{
+	if (n > vq->unget_max)
+		n = vq->unget_max;
+	vq->unget_max -= n;
+	vq->stats.ungot += n;
+	return n;
+}
+
+/**
  * Copy between a flat buffer and bytes [off, off + len) of a piece list, in
  * either direction. Bounded by @p n pieces; returns the bytes copied.
  */

@@ -113,7 +113,10 @@ static enum virtq_err packed_walk_indirect(const struct virtq *vq, struct virtq_
  * loaded (with acquire) as @p head_flags. Every descriptor is copied once
  * before use; a descriptor after the first must be available too (the spec
  * wants every flag of a chain set right), which also ends the walk within
- * one ring's worth of descriptors.
+ * one ring's worth of descriptors. Its last steps (virtq_walk_add(), the end at
+ * a descriptor without NEXT) read as split_walk()'s on purpose: what is shared
+ * is in virtq_common.c, and the loops around differ in how the next descriptor
+ * is found and checked.
  */
 static noinline enum virtq_err packed_walk(const struct virtq *vq, uint16_t pos,
 					   uint16_t head_flags, struct virtq_chain *c)
@@ -295,21 +298,14 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 			want ^= VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED;
 		}
 	}
-	vq->last_avail_idx = (uint16_t)(wrap | idx);
-	vq->unget_max = (uint16_t)done;
-	vq->stats.dequeued += done;
-	return (uint16_t)done;
+	return virtq_dequeued(vq, (uint16_t)(wrap | idx), done);
 }
 
 uint16_t virtq_packed_unget(struct virtq *vq, uint16_t n)
 {
-	if (n > vq->unget_max)
-		n = vq->unget_max;
-	if (n == 0)
-		return 0;
-	vq->unget_max -= n;
-	vq->last_avail_idx = vq->pstart[vq->unget_max];
-	vq->stats.ungot += n;
+	n = virtq_ungot(vq, n);
+	if (n)
+		vq->last_avail_idx = vq->pstart[vq->unget_max];
 	return n;
 }
 

@@ -190,19 +190,13 @@ uint16_t virtq_split_dequeue_burst(struct virtq *vq, struct virtq_chain *chains,
 		}
 	}
 out:
-	vq->last_avail_idx = (uint16_t)(start + done);
-	vq->unget_max = (uint16_t)done;
-	vq->stats.dequeued += done;
-	return (uint16_t)done;
+	return virtq_dequeued(vq, (uint16_t)(start + done), done);
 }
 
 uint16_t virtq_split_unget(struct virtq *vq, uint16_t n)
 {
-	if (n > vq->unget_max)
-		n = vq->unget_max;
+	n = virtq_ungot(vq, n);
 	vq->last_avail_idx -= n;
-	vq->unget_max -= n;
-	vq->stats.ungot += n;
 	return n;
 }
 
