@@ -470,6 +470,10 @@ enum {
 	OP_MAX
 };
 
+/*
+ * The device loop of fuzz_virtq.c, op for op where the layouts share one, on purpose: each
+ * case calls its own layout's functions and models; what the two share is in fuzz_guest.h.
+ */
 static void run_op(struct input *in)
 {
 	unsigned int op = in_u8(in) % OP_MAX;
