@@ -29,9 +29,6 @@
 #include "virtq.h"
 #include "vsock_pkt.h"
 
-/* rx chains dequeued at a time (host_to_guest()). */
-#define RX_CHUNK 8
-
 /*
  * Bytes of the guest's buffers one device moves per direction in one round; what is beyond
  * waits for its next round. A whole burst of large packets is a long copy while every other
@@ -327,34 +324,35 @@ static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct dp_scratch 
 }
 
 /*
- * How many packets the connections owe is known only by filling buffers, and every rx
- * chain dequeued and given back unused is walked, checked and translated twice. So after a
- * burst that left chains unused, the ring is taken RX_CHUNK chains at a time, for as long as
- * they all fill; after a burst that filled everything, the whole burst at once, since each
- * chunk costs one more acquire of the ring's index and a call (doc/performance.md has the
- * figures of both).
+ * How many packets the connections owe is known only by filling buffers (a socket's bytes are
+ * counted by reading them), and every rx chain dequeued and given back unused is walked,
+ * checked and translated twice. So a round first asks for one chain more than the last round
+ * filled (rx_ask): while the rate holds, one chain per round goes back. A dequeue that
+ * fills all it asked for is followed by one of twice as many, up to the burst: a rate that
+ * grows costs a few more dequeues, never a burst given back.
  */
 static unsigned int host_to_guest(struct dp_dev *dev, struct dp_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_RX];
 	uint16_t want = burst_size(dev), n = 0, done = 0, filled = 0;
-	uint16_t chunk = dev->rx_filled_all ? want : RX_CHUNK;
+	uint16_t ask = RTE_MIN(RTE_MAX(dev->rx_ask, 1), want);
 	uint64_t room = ROUND_BYTES;
 
 	if (!conn_has_output(dev->conns))
 		return 0;
-	while (done < want) {
-		uint16_t ask = RTE_MIN(chunk, want - done);
-
+	for (;;) {
 		n = vq_dequeue_burst(vq, s->chains, ask);
 		if (unlikely(vq->broken))
 			report_broken(dev, VSOCK_VQ_RX);
 		filled = rx_fill(dev, vq, s, n, &room);
 		done += filled;
-		if (filled < ask || room == 0)
+		if (filled < ask || room == 0 || done == want)
 			break;
+		ask = RTE_MIN(2 * ask, want - done);
 	}
-	dev->rx_filled_all = done == want;
+	/* A ring without buffers says nothing of what is owed: the last measure stays. */
+	if (done || n)
+		dev->rx_ask = done + 1;
 	if (unlikely(room == 0) && done < want && conn_has_output(dev->conns))
 		dev->stats.budget_cuts[VSOCK_VQ_RX]++;
 	/* End of burst: the guest reads nothing until used->idx moves. */
@@ -375,6 +373,7 @@ void dp_dev_init(struct dp_dev *dev, uint64_t cid, unsigned int burst)
 	dev->cid = cid;
 	dev->burst = burst;
 	dev->tx_ask = VSOCK_PMD_BURST_MAX;
+	dev->rx_ask = VSOCK_PMD_BURST_MAX;
 	dev->host_epoll_interval = rte_get_tsc_hz() / 1000000 * DP_HOST_EPOLL_BUSY_US;
 }
 
