@@ -294,6 +294,7 @@ static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct dp_scratch 
 			uint16_t n, uint64_t *room)
 {
 	uint16_t i = 0, j, k, filled;
+	uint64_t used;
 
 	while (i < n) {
 		if (unlikely(s->chains[i].writable_len < VSOCK_HDR_SIZE)) {
@@ -309,10 +310,11 @@ static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct dp_scratch 
 		}
 		filled = (uint16_t)conn_to_guest_burst(dev->conns, s->iov, s->iov_cnt, s->cap, k,
 						       s->len);
-		for (j = 0; j < filled; j++) {
+		for (j = 0, used = 0; j < filled; j++) {
 			vq_complete(vq, &s->chains[i + j], s->len[j]);
-			*room = round_take(*room, s->len[j]);
+			used += s->len[j];
 		}
+		*room = round_take(*room, used);	/* as packet by packet: it stops at 0 */
 		i += filled;
 		if (filled < k)
 			break;	/* nothing more owed */

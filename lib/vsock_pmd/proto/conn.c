@@ -23,6 +23,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -492,11 +493,16 @@ out:
 	return ret;
 }
 
-/* What data_run() found: stream data of one connection, laid out in t->io.iov. */
+/*
+ * What data_run() found: stream data of one connection, its payload the @p cnt pieces at
+ * @p iov, the caller's own pieces when each packet's are exactly its payload (no copy of
+ * them), else t->io.iov.
+ */
 struct data_run {
 	struct conn *c;
+	const struct iovec *iov;
 	unsigned int n;		/* packets, from the first */
-	unsigned int cnt;	/* pieces in t->io.iov */
+	unsigned int cnt;	/* pieces in iov */
 	uint64_t total;		/* payload bytes */
 	uint32_t lens[VSOCK_PMD_BURST_MAX];
 };
@@ -507,47 +513,101 @@ static inline bool same_flow(const struct virtio_vsock_hdr *a, const struct virt
 	return a->op == b->op && a->src_port == b->src_port && a->dst_port == b->dst_port;
 }
 
+/* 8 header bytes at @p off, as they are on the wire. */
+static inline uint64_t hdr_word(const struct virtio_vsock_hdr *h, size_t off)
+{
+	uint64_t w;
+
+	memcpy(&w, (const char *)h + off, sizeof(w));
+	return w;
+}
+
+/*
+ * Whether @p b has the CIDs, ports, type, op and flags of @p a, byte for byte: everything
+ * guest_hdr() checks but the length. (buf_alloc and fwd_cnt are the guest's to say.)
+ */
+static inline bool same_hdr(const struct virtio_vsock_hdr *a, const struct virtio_vsock_hdr *b)
+{
+	RTE_BUILD_BUG_ON(offsetof(struct virtio_vsock_hdr, src_cid) != 0 ||
+			 offsetof(struct virtio_vsock_hdr, dst_cid) != 8 ||
+			 offsetof(struct virtio_vsock_hdr, src_port) != 16 ||
+			 offsetof(struct virtio_vsock_hdr, dst_port) != 20 ||
+			 offsetof(struct virtio_vsock_hdr, type) != 28 ||
+			 offsetof(struct virtio_vsock_hdr, op) != 30 ||
+			 offsetof(struct virtio_vsock_hdr, flags) != 32);
+	return ((hdr_word(a, 0) ^ hdr_word(b, 0)) | (hdr_word(a, 8) ^ hdr_word(b, 8)) |
+		(hdr_word(a, 16) ^ hdr_word(b, 16)) | (hdr_word(a, 28) ^ hdr_word(b, 28))) == 0;
+}
+
+/*
+ * The first @p r->cnt pieces of the run, the caller's until now, go on in t->io.iov: a packet
+ * whose pieces hold more than its payload is sliced there.
+ */
+static inline void data_run_own(struct conn_table *t, struct data_run *r)
+{
+	if (r->iov != t->io.iov) {
+		memcpy(t->io.iov, r->iov, r->cnt * sizeof(*r->iov));
+		r->iov = t->io.iov;
+	}
+}
+
 /*
  * The common case of conn_from_guest_run(): packets from the first that are each a valid
  * stream RW for the same established connection to the host, nothing queued before them,
  * within its credit and within one sendmsg(). True when at least two of them make a run.
+ *
+ * The first header is checked whole (guest_hdr()); a later one that repeats its CIDs, ports,
+ * type, op and flags passes the same checks but those of its length, done here. Any other
+ * ends the run, and conn_from_guest() checks it whole.
  */
 static bool data_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
 		     const struct iovec *iov, const unsigned int *iovcnt, unsigned int n,
 		     struct data_run *r)
 {
+	const struct iovec *in = iov;
 	unsigned int i, got;
+	struct vsock_hdr h;
+	uint64_t room;
+	struct conn *c;
 
 	/* Interleaved connections and control packets cost this one compare. */
 	if (n < 2 || le16toh(raw[0].op) != VIRTIO_VSOCK_OP_RW || !same_flow(&raw[0], &raw[1]))
 		return false;
-	r->c = NULL;
+	if (guest_hdr(t, &raw[0], iov_total(iov, iovcnt[0]), &h) != VSOCK_PKT_OK ||
+	    h.dst_cid != VSOCK_HOST_CID || h.type != VIRTIO_VSOCK_TYPE_STREAM)
+		return false;
+	c = conn_lookup(t, h.src_port, h.dst_port, VSOCK_HOST_CID);
+	if (!c || c->state != CS_ESTABLISHED || c->type != h.type || c->to_host.bytes ||
+	    c == t->partial || (c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND))
+		return false;
+	/* A credit violation takes the slow path, which resets the connection. */
+	room = from_guest_room(t, c);
+	r->c = c;
+	r->iov = in;
 	r->cnt = 0;
 	r->total = 0;
-	for (i = 0; i < RTE_MIN(n, (unsigned int)VSOCK_PMD_BURST_MAX); iov += iovcnt[i], i++) {
-		struct vsock_hdr h;
+	n = RTE_MIN(n, (unsigned int)VSOCK_PMD_BURST_MAX);
+	for (i = 0; i < n; iov += iovcnt[i], i++) {
+		size_t plen = iov_total(iov, iovcnt[i]);
+		uint32_t len = le32toh(raw[i].len);
 
-		/* op RW and the ports: those of the first packet. */
-		if ((i > 0 && !same_flow(&raw[0], &raw[i])) ||
-		    guest_hdr(t, &raw[i], iov_total(iov, iovcnt[i]), &h) != VSOCK_PKT_OK ||
-		    h.dst_cid != VSOCK_HOST_CID || h.type != VIRTIO_VSOCK_TYPE_STREAM)
+		if (i > 0 && (!same_hdr(&raw[0], &raw[i]) || len > VSOCK_PKT_MAX_PAYLOAD ||
+			      len > plen))
 			break;
-		if (i == 0) {
-			r->c = conn_lookup(t, h.src_port, h.dst_port, VSOCK_HOST_CID);
-			if (!r->c || r->c->state != CS_ESTABLISHED || r->c->type != h.type ||
-			    r->c->to_host.bytes || r->c == t->partial ||
-			    (r->c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND))
-				return false;
+		if (r->total + len > room)
+			break;
+		if (r->iov == in && plen == len && r->cnt + iovcnt[i] <= t->io.n) {
+			r->cnt += iovcnt[i];	/* its pieces, in place */
+		} else {
+			data_run_own(t, r);
+			got = iov_slice(t->io.iov + r->cnt, t->io.n - r->cnt, iov, iovcnt[i], 0,
+					len);
+			if (got == 0 && len)
+				break;	/* more pieces than one sendmsg() takes */
+			r->cnt += got;
 		}
-		/* A credit violation takes the slow path, which resets the connection. */
-		if (r->total + h.len > from_guest_room(t, r->c))
-			break;
-		got = iov_slice(t->io.iov + r->cnt, t->io.n - r->cnt, iov, iovcnt[i], 0, h.len);
-		if (got == 0 && h.len)
-			break;	/* more pieces than one sendmsg() takes */
-		r->cnt += got;
-		r->total += h.len;
-		r->lens[i] = h.len;
+		r->total += len;
+		r->lens[i] = len;
 	}
 	r->n = i;
 	return i > 1;
@@ -569,7 +629,8 @@ static unsigned int data_run_to_host(struct conn_table *t, const struct data_run
 	ssize_t w;
 
 	/* The whole run in one call: the syscall is paid per burst, not per packet. */
-	w = host_writev(t, c, r->cnt, r->total);
+	w = ep_writev(&c->ep, &t->io, r->iov, r->cnt, r->total, &t->to_host_held,
+		      quota_left(t->to_host_held, t->dir_quota));
 	if (w < 0) {
 		conn_reset(t, c, w == -EMSGSIZE ? CONN_ERR_MSG_SIZE : CONN_ERR_HOST_IO);
 		t->stats.from_guest_pkts += n;
@@ -578,23 +639,30 @@ static unsigned int data_run_to_host(struct conn_table *t, const struct data_run
 	written = (uint64_t)w;
 	c->fwd_cnt += (uint32_t)written;
 	t->stats.host_written_bytes += written;
-	/* What the host end did not take waits in to_host, as conn_from_guest() would queue it. */
-	for (i = 0, p = iov; i < n; p += iovcnt[i], i++) {
-		uint32_t taken = (uint32_t)RTE_MIN(written - RTE_MIN(written, done),
-						   (uint64_t)lens[i]);
+	if (written == r->total) {
+		/* All of it: counted as one. */
+		from_guest_count(t, c, (uint32_t)written);
+		t->stats.from_guest_pkts += n;
+		i = n;
+	} else {
+		/* What the host end did not take waits in to_host, as conn_from_guest() queues it. */
+		for (i = 0, p = iov; i < n; p += iovcnt[i], i++) {
+			uint32_t taken = (uint32_t)RTE_MIN(written - RTE_MIN(written, done),
+							   (uint64_t)lens[i]);
 
-		if (taken < lens[i] &&
-		    to_host_copy(t, c, p, iovcnt[i], taken, lens[i] - taken, 0) < 0) {
-			/* This packet comes again: its bytes already written are not rewritten. */
-			partial_set(t, c, 0, taken);
-			break;
+			if (taken < lens[i] &&
+			    to_host_copy(t, c, p, iovcnt[i], taken, lens[i] - taken, 0) < 0) {
+				/* This packet comes again: its bytes written are not rewritten. */
+				partial_set(t, c, 0, taken);
+				break;
+			}
+			done += lens[i];
+			from_guest_count(t, c, lens[i]);
+			t->stats.from_guest_pkts++;
 		}
-		done += lens[i];
-		from_guest_count(t, c, lens[i]);
-		t->stats.from_guest_pkts++;
+		if (i == 0)
+			return 0;
 	}
-	if (i == 0)
-		return 0;
 	/* Every header carries the guest's receive window: the last one taken is the newest. */
 	vsock_pkt_parse(&raw[i - 1], VSOCK_HDR_SIZE, &h);
 	c->peer_buf_alloc = h.buf_alloc;
@@ -634,9 +702,14 @@ unsigned int conn_from_guest_run(struct conn_table *t, const struct virtio_vsock
 
 /* ---- host -> guest ---- */
 
-static void hdr_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int cnt,
-			 uint64_t peer_cid, uint32_t guest_port, uint32_t host_port, uint16_t type,
-			 uint16_t op, uint32_t len, uint32_t flags, uint32_t fwd_cnt)
+/*
+ * A header into the guest's buffer @p buf: inline, every packet to the guest writes one, and
+ * the pieces it goes into are those of nearly every buffer, its first holding it whole.
+ */
+static __rte_always_inline void
+hdr_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int cnt, uint64_t peer_cid,
+	     uint32_t guest_port, uint32_t host_port, uint16_t type, uint16_t op, uint32_t len,
+	     uint32_t flags, uint32_t fwd_cnt)
 {
 	const struct vsock_flow f = {
 		.src_cid = peer_cid,
@@ -650,7 +723,10 @@ static void hdr_to_guest(struct conn_table *t, const struct iovec *buf, unsigned
 
 	vsock_pkt_build(&h, &f, op, len, flags, t->conf.buf_alloc, fwd_cnt);
 	vsock_pkt_encode(&h, &raw);
-	iov_write(buf, cnt, 0, &raw, sizeof(raw));
+	if (likely(buf[0].iov_len >= sizeof(raw)))
+		memcpy(buf[0].iov_base, &raw, sizeof(raw));
+	else
+		iov_write(buf, cnt, 0, &raw, sizeof(raw));
 	t->stats.to_guest_pkts++;
 	t->stats.to_guest_bytes += len;
 }

@@ -374,8 +374,15 @@ unsigned int conn_service_host(struct conn_table *t, uint64_t now_tsc, unsigned 
 			work_add(t, c);
 		work++;
 	}
-	/* Polled ends have their own bound: a busy socket never starves them. */
-	return work + accept_incoming(t, POLL_BUDGET) + poll_ends(t, POLL_BUDGET);
+	/*
+	 * Polled ends have their own bound: a busy socket never starves them. Without pipes
+	 * (every socket connection's round), neither call: their looks are inline.
+	 */
+	if (unlikely(ep_incoming_pending(&t->host)))
+		work += accept_incoming(t, POLL_BUDGET);
+	if (t->nb_polled)
+		work += poll_ends(t, POLL_BUDGET);
+	return work;
 }
 
 unsigned int conn_pipes_sweep(struct conn_table *t)
