@@ -215,6 +215,8 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct dp_scratch *s)
 	n = vq_dequeue_burst(vq, s->chains, RTE_MIN(burst_size(dev), dev->tx_ask));
 	if (unlikely(vq->broken))
 		report_broken(dev, VSOCK_VQ_TX);
+	if (n == 0)
+		return 0;	/* nothing completed: nothing to flush */
 	/* One copy of each header: the guest may rewrite its buffer while we parse it. */
 	for (i = 0; i < n; i++) {
 		/* round_fits() on a running sum, its cheapest form: this runs for every packet. */
@@ -230,7 +232,7 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct dp_scratch *s)
 	} else if (unlikely(n == dev->tx_ask)) {
 		dev->tx_ask = VSOCK_PMD_BURST_MAX;	/* smaller packets: whole bursts again */
 	}
-	if (unlikely(conn_from_guest_partial(dev->conns)) && n)
+	if (unlikely(conn_from_guest_partial(dev->conns)))
 		tx_partial_again(dev, s);
 	for (i = 0; i < n; i += k) {
 		if (unlikely(!s->hdr_ok[i])) {
@@ -357,13 +359,16 @@ static unsigned int host_to_guest(struct dp_dev *dev, struct dp_scratch *s)
 		dev->rx_ask = done + 1;
 	if (unlikely(room == 0) && done < want && conn_has_output(dev->conns))
 		dev->stats.budget_cuts[VSOCK_VQ_RX]++;
+	if (done == 0) {
+		/* Nothing completed. No buffer at all, and nothing asked the connections. */
+		if (n == 0)
+			dev->stats.rx_ring_full++;
+		return 0;
+	}
 	/* End of burst: the guest reads nothing until used->idx moves. */
 	vq_flush(vq);
 	count_burst(dev, VSOCK_VQ_RX, done);
-	if (done)
-		notify_guest(dev, VSOCK_VQ_RX);
-	else if (n == 0 && conn_has_output(dev->conns))
-		dev->stats.rx_ring_full++;
+	notify_guest(dev, VSOCK_VQ_RX);
 	return done;
 }
 
