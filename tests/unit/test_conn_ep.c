@@ -483,6 +483,60 @@ static void test_runs(struct conn_table *t)
 	       "the other closes: table empty");
 }
 
+/* One more packet to @p b as burst_add(), with its flags, source CID and readable bytes. */
+static void burst_add_as(struct burst *b, uint32_t off, uint32_t len, uint32_t flags,
+			 uint64_t src_cid, int readable_extra)
+{
+	b->cnt[b->n] = guest_pkt(&b->raw[b->n], &b->iov[b->niov], VIRTIO_VSOCK_OP_RW, STREAM,
+				 1012, 5012, flags, payload + off, len, GUEST_BUF, 0, src_cid,
+				 HOST_CID);
+	b->niov += b->cnt[b->n++];
+	b->iov[b->niov - 1].iov_len += readable_extra;
+}
+
+/*
+ * A run checks the first header whole and of the next ones what can differ once their
+ * flow, op, type and flags are the first's: their lengths. A header that differs in
+ * anything else, or whose length its pieces do not hold, ends the run and is checked whole,
+ * counted by its own error. Pieces holding more than the length give the length only.
+ */
+static void test_run_checks(struct conn_table *t)
+{
+	const struct conn_stats *st = conn_table_stats(t);
+	uint64_t trunc = st->pkt_err[VSOCK_PKT_ERR_LEN_TRUNCATED];
+	uint64_t flags = st->pkt_err[VSOCK_PKT_ERR_FLAGS];
+	uint64_t src = st->pkt_err[VSOCK_PKT_ERR_SRC_CID];
+	struct fake_end *a = open_conn(t, 1012, 5012);
+	struct burst x = { .n = 0 };
+	uint8_t want[3000];
+	unsigned int n;
+
+	if (!tap_ok(a && guest_drain(t) == 0, "a connection for the checked runs"))
+		return;
+	burst_add_as(&x, 0, 1000, 0, GUEST_CID, 0);
+	burst_add_as(&x, 1000, 1000, 0, GUEST_CID, 50);		/* 50 bytes beyond len */
+	burst_add_as(&x, 2000, 1000, 0, GUEST_CID, -100);	/* len beyond its pieces */
+	burst_add_as(&x, 2000, 1000, VIRTIO_VSOCK_SEQ_EOM, GUEST_CID, 0);
+	burst_add_as(&x, 2000, 1000, 0, GUEST_CID + 1, 0);
+	burst_add_as(&x, 2000, 500, 0, GUEST_CID, 0);
+	burst_add_as(&x, 2500, 500, 0, GUEST_CID, 0);
+	n = conn_from_guest_run(t, x.raw, x.iov, x.cnt, x.n);
+	memcpy(want, payload, sizeof(want));
+	tap_ok(n == 7 && a->taken == 3000 && memcmp(a->to_host, want, 3000) == 0 &&
+	       a->writes == 2, "the good packets as two runs, 3000 bytes in 2 writes (%u, %zu, "
+	       "%u), the bytes beyond a length not written", n, a->taken, a->writes);
+	tap_ok(st->pkt_err[VSOCK_PKT_ERR_LEN_TRUNCATED] == trunc + 1 &&
+	       st->pkt_err[VSOCK_PKT_ERR_FLAGS] == flags + 1 &&
+	       st->pkt_err[VSOCK_PKT_ERR_SRC_CID] == src + 1,
+	       "inside a run: a truncated packet, stream flags, another source CID, each "
+	       "checked whole and counted by its error");
+	guest_drain(t);
+	guest_send(t, VIRTIO_VSOCK_OP_SHUTDOWN, STREAM, 1012, 5012,
+		   VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV, NULL, 0, 0);
+	guest_drain(t);
+	tap_ok(conn_count(t) == 0, "closed: table empty");
+}
+
 /* Take every mbuf of the pool into @p h (at most @p max): the table can queue nothing. */
 static unsigned int pool_hoard(struct rte_mbuf **h, unsigned int max)
 {
@@ -723,6 +777,7 @@ int main(int argc, char **argv)
 	test_seq_rcv_shut(t);
 	test_polled(t);
 	test_runs(t);
+	test_run_checks(t);
 	test_quiet_clock(t);
 	test_partial(t);
 	tap_ok(table_mbufs(t) == 0 && conn_count(t) == 0,
