@@ -138,7 +138,8 @@ static void test_guest_connect(struct conn_table *t)
 	tap_ok(conn_table_quiet(t), "a new table is quiet");
 	tap_ok(guest_send(t, VIRTIO_VSOCK_OP_REQUEST, STREAM, 5000, 1234, 0, NULL, 0, 0) == 0,
 	       "guest REQUEST to port 1234 consumed");
-	tap_ok(!conn_table_quiet(t), "not quiet while the RESPONSE is owed");
+	tap_ok(!conn_table_quiet(t) && conn_table_idle(t) == CONN_OWES_GUEST,
+	       "not quiet while the RESPONSE is owed: the guest's rx buffers have work");
 	tap_ok(conn_has_output(t) && guest_recv(t, 4096) &&
 	       is_pkt(VIRTIO_VSOCK_OP_RESPONSE, 5000, 1234, STREAM, 0, 0) &&
 	       g.h.buf_alloc == BUF_ALLOC && g.h.fwd_cnt == 0,
@@ -146,7 +147,8 @@ static void test_guest_connect(struct conn_table *t)
 	hfd = host_accept(lfd);
 	tap_ok(hfd >= 0, "host listener at <uds>_1234 got the connection");
 	tap_ok(!conn_has_output(t) && conn_count(t) == 1, "nothing more owed, one connection");
-	tap_ok(conn_table_quiet(t), "quiet again: an established connection waits for events");
+	tap_ok(conn_table_quiet(t) && conn_table_idle(t) == CONN_QUIET,
+	       "quiet again: an established connection waits for events");
 
 	guest_send(t, VIRTIO_VSOCK_OP_RW, STREAM, 5000, 1234, 0, "hello, host", 11, 0);
 	memset(buf, 0, sizeof(buf));
@@ -155,7 +157,8 @@ static void test_guest_connect(struct conn_table *t)
 
 	tap_ok(write(hfd, pong, 5) == 5, "host writes 5 bytes");
 	pump(t);
-	tap_ok(!conn_table_quiet(t), "not quiet once the host's bytes are owed to the guest");
+	tap_ok(!conn_table_quiet(t) && conn_table_idle(t) == CONN_OWES_GUEST,
+	       "not quiet once the host's bytes are owed to the guest, and only them");
 	tap_ok(guest_recv(t, 4096) && is_pkt(VIRTIO_VSOCK_OP_RW, 5000, 1234, STREAM, 5, 0) &&
 	       memcmp(g.data, "pong!", 5) == 0 && g.h.fwd_cnt == 11,
 	       "host bytes reach the guest as RW, fwd_cnt 11");
@@ -266,7 +269,8 @@ static void test_host_connect(struct conn_table *t)
 	       "guest gets REQUEST to port 52 from a host port in [2^30, 2^31)");
 	hport = g.h.src_port;
 	tap_ok(!conn_has_output(t), "payload waits for the guest's RESPONSE");
-	tap_ok(!conn_table_quiet(t), "not quiet: the REQUEST's timeout is running");
+	tap_ok(!conn_table_quiet(t) && conn_table_idle(t) == CONN_BUSY,
+	       "not quiet: the REQUEST's timeout is running");
 	guest_send(t, VIRTIO_VSOCK_OP_RESPONSE, STREAM, 52, hport, 0, NULL, 0, 0);
 	n = snprintf(ok, sizeof(ok), "OK %u\n", hport);
 	memset(buf, 0, sizeof(buf));

@@ -420,13 +420,27 @@ void dp_dev_kicks_disarm(struct dp_dev *dev)
  * since, the worker saw no event on the host sockets, and the connections have nothing of
  * their own to do (no timer, nothing owed to the guest, no polled end). Such a round reads a
  * few cache lines instead of making every call of a round: with many idle VMs on one lcore,
- * their rounds are what the active VM waits for.
+ * their rounds are what the active VM waits for. So is a round whose only work is packets
+ * owed to a guest that has no rx buffer for them (one that does not read, or not yet): the
+ * whole round would find its rx ring empty and count that (rx_ring_full), as this one does.
  */
-static inline bool dp_dev_quiet(const struct dp_dev *dev)
+static inline bool dp_dev_quiet(struct dp_dev *dev)
 {
-	return !dev->poll_busy && dev->host_watched && !dev->host_ready &&
-	       !dev->notify_pending[VSOCK_VQ_RX] && !dev->notify_pending[VSOCK_VQ_TX] &&
-	       !vq_avail_pending(&dev->vq[VSOCK_VQ_TX]) && conn_table_quiet(dev->conns);
+	if (dev->poll_busy || !dev->host_watched || dev->host_ready ||
+	    dev->notify_pending[VSOCK_VQ_RX] || dev->notify_pending[VSOCK_VQ_TX] ||
+	    vq_avail_pending(&dev->vq[VSOCK_VQ_TX]))
+		return false;
+	switch (conn_table_idle(dev->conns)) {
+	case CONN_QUIET:
+		return true;
+	case CONN_OWES_GUEST:
+		if (vq_avail_pending(&dev->vq[VSOCK_VQ_RX]))
+			return false;
+		dev->stats.rx_ring_full++;
+		return true;
+	default:
+		return false;
+	}
 }
 
 unsigned int dp_dev_poll(struct dp_dev *dev, struct dp_scratch *s)

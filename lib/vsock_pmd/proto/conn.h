@@ -227,6 +227,19 @@ bool conn_has_output(const struct conn_table *t);
  */
 bool conn_table_quiet(const struct conn_table *t);
 
+/** What conn_table_idle() says of a table. */
+enum conn_idle {
+	CONN_BUSY,		/* conn_service_host() has work: a timer, queued work, a pipe */
+	CONN_QUIET,		/* conn_table_quiet() */
+	CONN_OWES_GUEST,	/* quiet but for packets owed to the guest (conn_has_output()) */
+};
+
+/**
+ * conn_table_quiet() and conn_has_output() in one look: a table whose only work is for the
+ * guest's rx buffers waits for nothing else while its guest has none. O(1).
+ */
+enum conn_idle conn_table_idle(const struct conn_table *t);
+
 /**
  * Connections whose host end is not a polled pipe: a socket, whose events come through the
  * table's epoll set (its listener's too, but a new connection may wait). O(1).

@@ -461,10 +461,17 @@ uint32_t conn_socket_count(const struct conn_table *t)
 	return t->nb_used - t->nb_polled;
 }
 
+enum conn_idle conn_table_idle(const struct conn_table *t)
+{
+	if (!TAILQ_EMPTY(&t->timers) || !TAILQ_EMPTY(&t->work) || !TAILQ_EMPTY(&t->polled) ||
+	    !TAILQ_EMPTY(&t->qwait) || ep_incoming_pending(&t->host))
+		return CONN_BUSY;
+	return conn_has_output(t) ? CONN_OWES_GUEST : CONN_QUIET;
+}
+
 bool conn_table_quiet(const struct conn_table *t)
 {
-	return TAILQ_EMPTY(&t->timers) && TAILQ_EMPTY(&t->work) && TAILQ_EMPTY(&t->polled) &&
-	       TAILQ_EMPTY(&t->qwait) && !conn_has_output(t) && !ep_incoming_pending(&t->host);
+	return conn_table_idle(t) == CONN_QUIET;
 }
 
 int conn_table_epoll_fd(const struct conn_table *t)
