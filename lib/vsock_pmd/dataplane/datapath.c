@@ -273,18 +273,32 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct dp_scratch *s)
  */
 static uint16_t rx_span(struct dp_scratch *s, uint16_t i, uint16_t n, uint64_t room)
 {
-	unsigned int niov = 0;
-	uint16_t j;
+	const struct virtq_chain *c = &s->chains[i], *end = &s->chains[n];
+	struct iovec *iov = s->iov, *iov_end = &s->iov[RTE_DIM(s->iov)];
+	unsigned int *cnt = s->iov_cnt;
+	uint32_t *caps = s->cap;
 
-	for (j = i; j < n && s->chains[j].writable_len >= VSOCK_HDR_SIZE &&
-	     round_fits(room, s->chains[j].writable_len) &&
-	     niov + s->chains[j].nr_pieces - s->chains[j].nr_readable <= RTE_DIM(s->iov); j++) {
-		s->iov_cnt[j - i] = chain_writable_iov(&s->chains[j], &s->iov[niov]);
-		s->cap[j - i] = s->chains[j].writable_len;
-		room = round_take(room, s->cap[j - i]);
-		niov += s->iov_cnt[j - i];
+	for (; c < end; c++) {
+		const uint32_t cap = c->writable_len;
+		const unsigned int np = c->nr_pieces - c->nr_readable;
+
+		if (cap < VSOCK_HDR_SIZE || !round_fits(room, cap) || np > (size_t)(iov_end - iov))
+			break;
+		/* Every Linux rx buffer is one piece: no loop for it. */
+		if (likely(np == 1)) {
+			const struct guest_mem_piece p = c->pieces[c->nr_readable];
+
+			iov->iov_base = p.addr;
+			iov->iov_len = p.len;
+		} else {
+			chain_writable_iov(c, iov);
+		}
+		iov += np;
+		*cnt++ = np;
+		*caps++ = cap;
+		room = round_take(room, cap);
 	}
-	return j - i;
+	return (uint16_t)(c - &s->chains[i]);
 }
 
 /*
