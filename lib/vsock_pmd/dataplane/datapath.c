@@ -163,18 +163,36 @@ static inline unsigned int chain_writable_iov(const struct virtq_chain *c, struc
  */
 static uint16_t tx_span(struct dp_scratch *s, uint16_t i, uint16_t n)
 {
-	unsigned int niov = 0;
-	uint16_t j;
+	const struct virtq_chain *c = &s->chains[i], *end = &s->chains[n];
+	struct iovec *iov = s->iov, *iov_end = &s->iov[RTE_DIM(s->iov)];
+	const bool *ok = &s->hdr_ok[i];
+	unsigned int *cnt = s->iov_cnt, k;
 
 	/* One chain always fits: a span is never empty. */
 	RTE_BUILD_BUG_ON(DP_IOV < VIRTQ_CHAIN_MAX_PIECES);
-	for (j = i; j < n && s->hdr_ok[j] &&
-	     niov + s->chains[j].nr_readable <= RTE_DIM(s->iov); j++) {
-		s->iov_cnt[j - i] = chain_readable_iov(&s->chains[j], VSOCK_HDR_SIZE,
-						       &s->iov[niov]);
-		niov += s->iov_cnt[j - i];
+	for (; c < end && *ok && c->nr_readable <= (size_t)(iov_end - iov); c++, ok++) {
+		const struct guest_mem_piece *p = c->pieces;
+
+		/*
+		 * The two layouts of nearly every packet, without the loop: header and payload
+		 * in one piece (hdr_ok: it holds the header), or the header alone in the first
+		 * (Linux's driver).
+		 */
+		if (c->nr_readable == 1) {
+			iov->iov_base = (uint8_t *)p->addr + VSOCK_HDR_SIZE;
+			iov->iov_len = p->len - VSOCK_HDR_SIZE;
+			k = p->len > VSOCK_HDR_SIZE;
+		} else if (c->nr_readable == 2 && p->len == VSOCK_HDR_SIZE) {
+			iov->iov_base = p[1].addr;
+			iov->iov_len = p[1].len;
+			k = p[1].len != 0;
+		} else {
+			k = chain_readable_iov(c, VSOCK_HDR_SIZE, iov);
+		}
+		iov += k;
+		*cnt++ = k;
 	}
-	return j - i;
+	return (uint16_t)(c - &s->chains[i]);
 }
 
 /*
