@@ -501,10 +501,10 @@ out:
 struct data_run {
 	struct conn *c;
 	const struct iovec *iov;
+	const struct iovec *next;	/* the caller's pieces after the run's packets */
 	unsigned int n;		/* packets, from the first */
 	unsigned int cnt;	/* pieces in iov */
 	uint64_t total;		/* payload bytes */
-	uint32_t lens[VSOCK_PMD_BURST_MAX];
 };
 
 /* The fields that make consecutive packets one run, compared before any is decoded. */
@@ -523,10 +523,15 @@ static inline uint64_t hdr_word(const struct virtio_vsock_hdr *h, size_t off)
 }
 
 /*
- * Whether @p b has the CIDs, ports, type, op and flags of @p a, byte for byte: everything
- * guest_hdr() checks but the length. (buf_alloc and fwd_cnt are the guest's to say.)
+ * The header bytes that must repeat in a run: CIDs, ports (bytes 0-23), type, op and flags
+ * (28-35), everything guest_hdr() checks but the length. (buf_alloc and fwd_cnt are the
+ * guest's to say.)
  */
-static inline bool same_hdr(const struct virtio_vsock_hdr *a, const struct virtio_vsock_hdr *b)
+struct hdr_key {
+	uint64_t w[4];
+};
+
+static inline struct hdr_key hdr_key(const struct virtio_vsock_hdr *h)
 {
 	RTE_BUILD_BUG_ON(offsetof(struct virtio_vsock_hdr, src_cid) != 0 ||
 			 offsetof(struct virtio_vsock_hdr, dst_cid) != 8 ||
@@ -535,20 +540,15 @@ static inline bool same_hdr(const struct virtio_vsock_hdr *a, const struct virti
 			 offsetof(struct virtio_vsock_hdr, type) != 28 ||
 			 offsetof(struct virtio_vsock_hdr, op) != 30 ||
 			 offsetof(struct virtio_vsock_hdr, flags) != 32);
-	return ((hdr_word(a, 0) ^ hdr_word(b, 0)) | (hdr_word(a, 8) ^ hdr_word(b, 8)) |
-		(hdr_word(a, 16) ^ hdr_word(b, 16)) | (hdr_word(a, 28) ^ hdr_word(b, 28))) == 0;
+	return (struct hdr_key){ { hdr_word(h, 0), hdr_word(h, 8), hdr_word(h, 16),
+				   hdr_word(h, 28) } };
 }
 
-/*
- * The first @p r->cnt pieces of the run, the caller's until now, go on in t->io.iov: a packet
- * whose pieces hold more than its payload is sliced there.
- */
-static inline void data_run_own(struct conn_table *t, struct data_run *r)
+/* Whether @p b's header has the key @p k, byte for byte. */
+static inline bool hdr_key_eq(const struct hdr_key *k, const struct virtio_vsock_hdr *b)
 {
-	if (r->iov != t->io.iov) {
-		memcpy(t->io.iov, r->iov, r->cnt * sizeof(*r->iov));
-		r->iov = t->io.iov;
-	}
+	return ((k->w[0] ^ hdr_word(b, 0)) | (k->w[1] ^ hdr_word(b, 8)) |
+		(k->w[2] ^ hdr_word(b, 16)) | (k->w[3] ^ hdr_word(b, 28))) == 0;
 }
 
 /*
@@ -565,9 +565,12 @@ static bool data_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
 		     struct data_run *r)
 {
 	const struct iovec *in = iov;
-	unsigned int i, got;
+	const unsigned int max = t->io.n;
+	unsigned int i, got, cnt = 0;
+	uint64_t room, total = 0;
+	bool own = false;	/* the pieces are in t->io.iov */
+	struct hdr_key key;
 	struct vsock_hdr h;
-	uint64_t room;
 	struct conn *c;
 
 	/* Interleaved connections and control packets cost this one compare. */
@@ -582,34 +585,38 @@ static bool data_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
 		return false;
 	/* A credit violation takes the slow path, which resets the connection. */
 	room = from_guest_room(t, c);
-	r->c = c;
-	r->iov = in;
-	r->cnt = 0;
-	r->total = 0;
+	key = hdr_key(&raw[0]);
 	n = RTE_MIN(n, (unsigned int)VSOCK_PMD_BURST_MAX);
 	for (i = 0; i < n; iov += iovcnt[i], i++) {
 		size_t plen = iov_total(iov, iovcnt[i]);
 		uint32_t len = le32toh(raw[i].len);
 
-		if (i > 0 && (!same_hdr(&raw[0], &raw[i]) || len > VSOCK_PKT_MAX_PAYLOAD ||
+		if (i > 0 && (!hdr_key_eq(&key, &raw[i]) || len > VSOCK_PKT_MAX_PAYLOAD ||
 			      len > plen))
 			break;
-		if (r->total + len > room)
+		if (total + len > room)
 			break;
-		if (r->iov == in && plen == len && r->cnt + iovcnt[i] <= t->io.n) {
-			r->cnt += iovcnt[i];	/* its pieces, in place */
+		if (!own && plen == len && cnt + iovcnt[i] <= max) {
+			cnt += iovcnt[i];	/* its pieces, in place */
 		} else {
-			data_run_own(t, r);
-			got = iov_slice(t->io.iov + r->cnt, t->io.n - r->cnt, iov, iovcnt[i], 0,
-					len);
+			/* Cut to its length: the run goes on in t->io.iov. */
+			if (!own) {
+				memcpy(t->io.iov, in, cnt * sizeof(*in));
+				own = true;
+			}
+			got = iov_slice(t->io.iov + cnt, max - cnt, iov, iovcnt[i], 0, len);
 			if (got == 0 && len)
 				break;	/* more pieces than one sendmsg() takes */
-			r->cnt += got;
+			cnt += got;
 		}
-		r->total += len;
-		r->lens[i] = len;
+		total += len;
 	}
+	r->c = c;
+	r->iov = own ? t->io.iov : in;
+	r->next = iov;
 	r->n = i;
+	r->cnt = cnt;
+	r->total = total;
 	return i > 1;
 }
 
@@ -620,7 +627,6 @@ static unsigned int data_run_to_host(struct conn_table *t, const struct data_run
 {
 	struct conn *c = r->c;
 	const unsigned int n = r->n;
-	const uint32_t *lens = r->lens;
 	uint64_t done = 0, written;
 	const struct iovec *p;
 	struct vsock_hdr h;
@@ -647,17 +653,19 @@ static unsigned int data_run_to_host(struct conn_table *t, const struct data_run
 	} else {
 		/* What the host end did not take waits in to_host, as conn_from_guest() queues it. */
 		for (i = 0, p = iov; i < n; p += iovcnt[i], i++) {
+			/* Our copy of the header, as data_run() read it. */
+			uint32_t len = le32toh(raw[i].len);
 			uint32_t taken = (uint32_t)RTE_MIN(written - RTE_MIN(written, done),
-							   (uint64_t)lens[i]);
+							   (uint64_t)len);
 
-			if (taken < lens[i] &&
-			    to_host_copy(t, c, p, iovcnt[i], taken, lens[i] - taken, 0) < 0) {
+			if (taken < len &&
+			    to_host_copy(t, c, p, iovcnt[i], taken, len - taken, 0) < 0) {
 				/* This packet comes again: its bytes written are not rewritten. */
 				partial_set(t, c, 0, taken);
 				break;
 			}
-			done += lens[i];
-			from_guest_count(t, c, lens[i]);
+			done += len;
+			from_guest_count(t, c, len);
 			t->stats.from_guest_pkts++;
 		}
 		if (i == 0)
@@ -687,6 +695,11 @@ unsigned int conn_from_guest_run(struct conn_table *t, const struct virtio_vsock
 		if (data_run(t, &raw[i], iov, &iovcnt[i], n - i, &r)) {
 			k = r.n;
 			taken = data_run_to_host(t, &r, &raw[i], iov, &iovcnt[i]);
+			if (taken == k) {
+				iov = r.next;	/* the run's walk found where it ends */
+				i += taken;
+				continue;
+			}
 		} else {
 			k = 1;
 			taken = conn_from_guest(t, &raw[i], iov, iovcnt[i]) == -EAGAIN ? 0 : 1;
