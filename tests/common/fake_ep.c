@@ -30,7 +30,6 @@ struct fake_end fake_ends[FAKE_ENDS];
 int fake_next_connect;
 uint8_t fake_next_caps;
 bool fake_real_caps;
-struct rte_mempool *fake_pool;
 uint64_t fake_total_taken, fake_total_read;
 unsigned int fake_pipe_slots;
 void (*fake_took)(struct fake_end *f, size_t off, const uint8_t *p, size_t len, bool eom);
@@ -93,7 +92,7 @@ static int end_new(struct ep *e, bool polled, uint16_t type)
 	ep_init(e);
 	if (polled) {
 		e->kind = EP_PIPE;
-		e->caps = EP_CAP_POLLED;
+		e->caps = EP_CAP_POLLED | EP_CAP_READV;
 		e->pipe = (struct ep_pipe *)(uintptr_t)(i + 1);
 	} else {
 		e->kind = EP_SOCK;
@@ -790,34 +789,33 @@ static void pipe_readable(struct fake_end *f, struct ep *e)
 }
 
 /*
- * The far side's mbufs, in bursts of up to 32 as ep_pipe.c dequeues them, while fewer than
- * @p want bytes came: a burst may bring more.
+ * The far side's bytes straight into @p iov, as ep_pipe.c copies them out of its mbufs: at
+ * most @p len, and a SEQPACKET read stops at its message's end, marked as the far side's
+ * last mbuf of it is (MQ_EOM | MQ_EOR).
  */
-ssize_t ep_pipe_recv(struct ep *e, struct mq *q, uint32_t *held, uint32_t want,
-		     uint32_t max_mbufs)
+ssize_t ep_pipe_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len,
+		      uint32_t *eom)
 {
 	struct fake_end *f = open_end(e);
-	uint32_t bytes0 = q->bytes, nb0 = q->nb;
+	size_t got = 0, msg = msg_left(f, f->read);
+	unsigned int i;
 
 	if (f->rfail)
 		return f->rfail;
-	while (q->bytes - bytes0 < want && q->nb - nb0 < max_mbufs && f->read < f->offered) {
-		unsigned int i, n = RTE_MIN(max_mbufs - (q->nb - nb0), 32u);
+	f->reads++;
+	len = RTE_MIN(len, msg);
+	for (i = 0; i < n && got < len; i++) {
+		size_t l = RTE_MIN(iov[i].iov_len, len - got);
 
-		for (i = 0; i < n && f->read < f->offered; i++) {
-			struct rte_mbuf *m = end_mbuf(f, fake_pool, f->chunk ? f->chunk :
-						      UINT32_MAX);
-
-			if (!m)
-				break;
-			mq_push(q, m, held);
-		}
-		if (i < n)
-			break;
+		fill(f, f->read, iov[i].iov_base, l);
+		read_to(f, f->read + l);
+		got += l;
 	}
-	fake_total_read += q->bytes - bytes0;
+	if (f->type == VIRTIO_VSOCK_TYPE_SEQPACKET && got && got == msg)
+		*eom = MQ_EOM | MQ_EOR;
+	fake_total_read += got;
 	pipe_readable(f, e);
-	return q->bytes - bytes0;
+	return (ssize_t)got;
 }
 
 void ep_pipe_poll(struct ep *e, uint32_t *held)

@@ -13,8 +13,8 @@
  *   moves whole messages both ways;
  * - a pipe (EP_PIPE, EP_CAP_POLLED) has no events: its far side's doings (far) show at
  *   ep_pipe_poll(); a stream pipe takes writes into fresh mbufs, a SEQPACKET one takes
- *   queued mbufs whole, and both bring the far side's bytes in mbufs that mark each
- *   message's end (MQ_EOM);
+ *   queued mbufs whole, and both are read with ep_readv(), a SEQPACKET read stopping at
+ *   each message's end (MQ_EOM | MQ_EOR);
  * - host connects come from fake_listen() (a socket on the listener, with its CONNECT line)
  *   and fake_incoming() (a pipe opened by another guest or a program).
  *
@@ -55,7 +55,6 @@ struct fake_end {
 	int rfail;			/* the error of its next read */
 	bool eof;			/* nothing after what it offered */
 	uint16_t far;			/* polled: events its far side gives */
-	uint32_t chunk;			/* a pipe's far side: bytes per mbuf it sends (0: full) */
 	/* Ends of the messages it offered (offsets in the stream), oldest first. */
 	unsigned int nmsg;
 	size_t msg_end[FAKE_MSGS];
@@ -90,8 +89,6 @@ extern bool fake_real_caps;
  * (not those a CONNECT line brought), since fake_ep_reset().
  */
 extern uint64_t fake_total_taken, fake_total_read;
-/* Where a pipe's far side takes the mbufs it sends from. */
-extern struct rte_mempool *fake_pool;
 /* New pipes hold mbufs (fake_end.hold) in this many slots; 0: they do not. */
 extern unsigned int fake_pipe_slots;
 

@@ -977,7 +977,6 @@ static void h_offer(struct fake_end *f, uint32_t len, uint8_t flags)
 		return;
 	if (msg)
 		t->bound[(t->head + t->nb++) % BOUNDS_MAX] = f->offered;
-	f->chunk = flags & 0x80 ? 1 + (flags & 0x7f) * 13 : 0;
 	if (!f->polled && !(flags & 1))
 		fake_event(f->token, EP_READABLE);
 }
@@ -1259,7 +1258,6 @@ static void setup(struct input *in)
 	S.nflows = 64;
 
 	fake_ep_reset();
-	fake_pool = S.pool;
 	fake_next_connect = 0;
 	fake_pipe_slots = cfg & 8 ? 1 + slots % 32 : 0;
 	S.in_use0 = rte_mempool_in_use_count(S.pool);

@@ -763,7 +763,6 @@ int main(int argc, char **argv)
 	}
 	pool = rte_pktmbuf_pool_create("conn_ep", 2047, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       (int)rte_socket_id());
-	fake_pool = pool;
 	route_to = (struct rte_ring *)(uintptr_t)0x1;	/* never dereferenced: the fake's */
 	for (i = 0; i < sizeof(payload); i++)
 		payload[i] = (uint8_t)(i * 7 + i / 251);

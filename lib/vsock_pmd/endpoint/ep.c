@@ -102,7 +102,8 @@ static int sock_register(struct ep_host *h, struct ep *e, uint64_t token)
 static void pipe_take(struct ep_host *h, struct ep *e, struct ep_pipe *p, unsigned int side)
 {
 	e->kind = EP_PIPE;
-	e->caps = EP_CAP_POLLED;
+	/* Its mbufs carry their messages' ends: both types are read straight where they go. */
+	e->caps = EP_CAP_POLLED | EP_CAP_READV;
 	e->pipe = p;
 	e->side = (uint8_t)side;
 	/* A pipe has room or not at each write: never wait for an edge. */
@@ -178,7 +179,7 @@ int ep_accept_incoming(struct ep_host *h, struct ep *e, struct ep_addr *a)
 		return -EAGAIN;
 	ep_init(e);
 	e->kind = EP_PIPE;
-	e->caps = EP_CAP_POLLED;
+	e->caps = EP_CAP_POLLED | EP_CAP_READV;
 	e->pipe = p;
 	e->side = 1;
 	*a = (struct ep_addr){

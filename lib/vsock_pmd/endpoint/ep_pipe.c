@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Pipes: their pool, and their bytes as an endpoint (ep.h): mbufs move whole between a
- * connection's queues and the pipe's two rte_rings, no copy; the far side's flags become events.
+ * Pipes: their pool, and their bytes as an endpoint (ep.h): the guest's bytes go into the
+ * pipe's rte_ring in the to_host queue's mbufs or in fresh ones, the far side's are copied
+ * out of its mbufs straight into the guest's rx buffers; the far side's flags become events.
  *
  * The pool of pipes. Everything is allocated once, at start: a connection's
  * setup takes a pipe from a lock-free free list and never calls the allocator, so a
@@ -352,51 +353,116 @@ ssize_t ep_pipe_writev(struct ep *e, struct ep_io *io, const struct iovec *iov, 
 	return (ssize_t)done;
 }
 
-/* One mbuf (chain) from the far side into @p q, segment by segment. */
-static void pipe_take(struct mq *q, uint32_t *held, struct rte_mbuf *m)
-{
-	while (m) {
-		struct rte_mbuf *next = m->next;
-		struct rte_mbuf *tail = q->tail;
+/* Where a read writes next: piece @p i of @p iov, @p off bytes into it. */
+struct iov_at {
+	const struct iovec *iov;
+	unsigned int n, i;
+	size_t off;
+};
 
-		m->next = NULL;
-		m->nb_segs = 1;
-		m->pkt_len = m->data_len;
-		if (m->data_len) {
-			mq_push(q, m, held);
-		} else {
-			/* An empty last piece still ends the message before it. */
-			if ((m->packet_type & MQ_EOM) && tail &&
-			    !(tail->packet_type & MQ_EOM))
-				tail->packet_type |= m->packet_type & (MQ_EOM | MQ_EOR);
-			rte_pktmbuf_free_seg(m);
+/* @p len bytes to @p at, which has room for them (the caller counts). */
+static void iov_put(struct iov_at *at, const uint8_t *src, size_t len)
+{
+	while (len && at->i < at->n) {
+		size_t k = RTE_MIN(at->iov[at->i].iov_len - at->off, len);
+
+		rte_memcpy((uint8_t *)at->iov[at->i].iov_base + at->off, src, k);
+		src += k;
+		len -= k;
+		at->off += k;
+		if (at->off == at->iov[at->i].iov_len) {
+			at->i++;
+			at->off = 0;
 		}
-		m = next;
 	}
 }
 
-/* mbufs from the pipe while @p q has less than @p want new bytes: a host socket's read. */
-ssize_t ep_pipe_recv(struct ep *e, struct mq *q, uint32_t *held, uint32_t want,
-		     uint32_t max_mbufs)
+/*
+ * What is left of mbuf chain @p m to @p at, at most @p room bytes; what is copied leaves the
+ * segments (their data start moves past it), so that a chain copied in part goes on from
+ * there at the next read. A segment that ends a message (MQ_EOM) stops the copy, its marks in
+ * *@p eom; the empty segments after the last byte copied are passed too, as they may carry
+ * that end. @return bytes copied; *@p whole: nothing is left of the chain.
+ */
+static uint32_t chain_read(struct rte_mbuf *m, struct iov_at *at, uint32_t room, uint32_t *eom,
+			   bool *whole)
+{
+	uint32_t done = 0;
+	struct rte_mbuf *s;
+
+	for (s = m; s; s = s->next) {
+		uint16_t k = (uint16_t)RTE_MIN((uint32_t)s->data_len, room - done);
+
+		iov_put(at, rte_pktmbuf_mtod(s, const uint8_t *), k);
+		s->data_off += k;
+		s->data_len -= k;
+		m->pkt_len -= k;
+		done += k;
+		if (s->data_len) {
+			*whole = false;
+			return done;
+		}
+		/* A passed segment's marks are read once: the next read starts after them. */
+		if (s->packet_type & MQ_EOM) {
+			*eom = s->packet_type & (MQ_EOM | MQ_EOR);
+			s->packet_type = 0;
+			*whole = s->next == NULL;
+			return done;
+		}
+	}
+	*whole = true;
+	return done;
+}
+
+/*
+ * The far side's mbufs straight into the guest's buffers: a host socket's read. Each burst
+ * is peeked (rte_ring's peek API: the mbufs stay in the rte_ring until the finish), copied,
+ * and only the chains copied whole are taken out and freed: one copied in part stays at the
+ * head, still the far side's in its count, to go on at the next read. The mbufs never count
+ * in our quota. An empty message (nothing before its end in this read) is dropped, as vsock
+ * cannot carry one.
+ */
+ssize_t ep_pipe_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len,
+		      uint32_t *eom)
 {
 	struct rte_ring *in = e->pipe->r[!e->side];
-	uint32_t bytes0 = q->bytes, nb0 = q->nb;
+	struct iov_at at = { .iov = iov, .n = n };
 	struct rte_mbuf *m[PIPE_BURST];
-	bool moved = false;
+	uint32_t got = 0, want = (uint32_t)RTE_MIN(len, (size_t)UINT32_MAX);
+	bool moved = false, part = false;
 
-	while (q->bytes - bytes0 < want && q->nb - nb0 < max_mbufs) {
-		unsigned int i, n = RTE_MIN(max_mbufs - (q->nb - nb0), (uint32_t)PIPE_BURST);
+	while (got < want && !*eom && !part) {
+		unsigned int i, taken = 0, nb;
 
-		n = rte_ring_sc_dequeue_burst(in, (void **)m, n, NULL);
-		if (n == 0)
+		nb = rte_ring_dequeue_burst_start(in, (void **)m, PIPE_BURST, NULL);
+		if (nb == 0) {
+			rte_ring_dequeue_finish(in, 0);
 			break;
-		for (i = 0; i < n; i++)
-			pipe_take(q, held, m[i]);
-		moved = true;
+		}
+		for (i = 0; i < nb && got < want; i++) {
+			uint32_t end = 0;
+			bool whole;
+
+			got += chain_read(m[i], &at, want - got, &end, &whole);
+			if (!whole) {
+				part = true;
+				break;
+			}
+			taken++;
+			if (end && got) {
+				*eom = end;
+				break;
+			}
+		}
+		rte_ring_dequeue_finish(in, taken);
+		if (taken) {
+			rte_pktmbuf_free_bulk(m, taken);
+			moved = true;
+		}
 	}
 	/* Room in the pipe: a far side whose queue waits for it may go on. */
 	if (moved)
 		ep_pipe_wake(e->pipe, !e->side);
 	pipe_readable(e, in);
-	return q->bytes - bytes0;
+	return got;
 }

@@ -15,7 +15,9 @@
  * writer of flags[side]. Nothing else is shared: neither side ever touches the other's state.
  *
  * Data is mbufs (chains allowed), each segment's packet_type carrying MQ_EOM on the last
- * piece of a SEQPACKET message. Events are flags, ordered after the data: a side enqueues its
+ * piece of a SEQPACKET message. A worker's side peeks the mbufs it reads (ep_pipe_readv()):
+ * a chain it copied in part stays at the head of the rte_ring, its data start moved past
+ * what was copied, and counts as the far side's until it is taken out. Events are flags, ordered after the data: a side enqueues its
  * last mbufs, then sets EP_PIPE_SHUT_SEND (release); the other side, once it has loaded the
  * flag (acquire) and found the rte_ring empty, has read everything.
  */

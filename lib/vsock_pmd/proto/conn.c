@@ -10,7 +10,7 @@
  *   it (ep_writev()); the rest waits in the connection's to_host queue for the endpoint.
  *   Our fwd_cnt counts bytes the host end took, so the guest's credit only comes back as the
  *   host consumes.
- * - host -> guest: a stream end that can be (a Unix stream socket, EP_CAP_READV) is read
+ * - host -> guest: an end that can be (a Unix stream socket, a pipe: EP_CAP_READV) is read
  *   straight into the guest's rx buffers, one read for as many as it fills, within the
  *   guest's credit (direct_to_guest()); other ends are read into the connection's to_guest
  *   queue up to the guest's credit (conn_read(), conn_host.c), handed out one rx buffer
@@ -828,10 +828,12 @@ static uint32_t data_to_guest(struct conn_table *t, struct conn *c, const struct
 #define DIRECT_MISSES_MAX 8
 
 /*
- * Read @p c's stream straight into the payload of buffers [0, @p n) (buffer i: the next
+ * Read @p c's host end straight into the payload of buffers [0, @p n) (buffer i: the next
  * @p cnt[i] pieces of @p iov, @p cap[i] bytes): one read fills them in order, each up to its
  * room, within the guest's credit and TO_GUEST_MAX, the most one connection gets before the
- * next one's turn. The kernel's copy is the only one. Each buffer filled gets its header.
+ * next one's turn. The kernel's copy (a stream socket) or ours out of a pipe's mbufs is the
+ * only one. A SEQPACKET pipe's read fills one buffer, as a message's end ends its packet
+ * (EOM, and EOR as the far side marked it). Each buffer filled gets its header.
  * @return buffers filled (their lengths in @p len); 0 when nothing came, and then @p c is off
  *   the data list unless a first buffer too small for payload stopped it.
  */
@@ -839,7 +841,7 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 				    const unsigned int *cnt, const uint32_t *cap, unsigned int n,
 				    uint32_t *len)
 {
-	uint32_t want = RTE_MIN(peer_credit(c), TO_GUEST_MAX), asked = 0, left;
+	uint32_t want = RTE_MIN(peer_credit(c), TO_GUEST_MAX), asked = 0, left, eom;
 	unsigned int i, niov = 0, off = 0;
 	ssize_t got;
 
@@ -847,6 +849,8 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 		data_del(t, c);	/* its window or its end changed since it joined the line */
 		return 0;
 	}
+	if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
+		n = 1;
 	/*
 	 * Lay out the payload room of as many buffers as the read may fill; a buffer of more
 	 * pieces than the read's vector has left gets what fits of it.
@@ -864,7 +868,7 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 	}
 	if (asked == 0)
 		return 0;
-	got = ep_readv(&c->ep, t->io.iov, niov, asked);
+	got = ep_readv(&c->ep, t->io.iov, niov, asked, &eom);
 	if (got < 0) {
 		conn_reset(t, c, CONN_ERR_HOST_IO);
 		return 0;
@@ -873,8 +877,9 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 	for (i = 0, off = 0, left = (uint32_t)got; left; off += cnt[i], i++) {
 		uint32_t l = RTE_MIN(len[i], left);
 
+		/* A message's end is in the last buffer filled. */
 		hdr_to_guest(t, &iov[off], cnt[i], c->peer_cid, c->guest_port, c->host_port,
-			     c->type, VIRTIO_VSOCK_OP_RW, l, 0, c->fwd_cnt);
+			     c->type, VIRTIO_VSOCK_OP_RW, l, l == left ? eom : 0, c->fwd_cnt);
 		len[i] = VSOCK_HDR_SIZE + l;
 		left -= l;
 	}

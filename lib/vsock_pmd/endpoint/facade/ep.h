@@ -8,7 +8,8 @@
  * - a Unix socket (hybrid vsock, ep_uds.h), whose events are epoll edges; a stream one is
  *   read straight into the guest's rx buffers (EP_CAP_READV), a message one into mbufs;
  * - a pipe of mbufs (ep_pipe.h) whose far side is another guest or a native program, with
- *   no events: it is polled every round (EP_CAP_POLLED).
+ *   no events: it is polled every round (EP_CAP_POLLED), and its mbufs are copied straight
+ *   into the guest's rx buffers (EP_CAP_READV), a message's end with them.
  *
  * The protocol calls the functions below and reads ep.ev; it never asks which kind is behind
  * an endpoint, only what it can do (ep.caps). Each call is one switch, inline, as the virtqueue
@@ -42,7 +43,7 @@ enum ep_kind {
 };
 
 /* ep.ev: what the far side last told us (and what we did to it). */
-#define EP_READABLE	(1u << 0)	/* ep_recv() may bring bytes, or the end */
+#define EP_READABLE	(1u << 0)	/* ep_readv() or ep_recv() may bring bytes, or the end */
 #define EP_WRITABLE	(1u << 1)	/* ep_send() and ep_writev() may move bytes */
 #define EP_EOF		(1u << 2)	/* the far side sends no more, and all it sent is read */
 #define EP_HUP		(1u << 3)	/* hung up: it reads no more, said with its EOF */
@@ -58,7 +59,7 @@ enum ep_kind {
 /* ep.caps: what the endpoint can do, fixed when it opens. */
 #define EP_CAP_POLLED	(1u << 0)	/* no readiness events: serve it every round */
 #define EP_CAP_WHOLE_MSG (1u << 1)	/* SEQPACKET: one whole message per read and write */
-#define EP_CAP_READV	(1u << 2)	/* a byte stream: ep_readv() reads it into any memory */
+#define EP_CAP_READV	(1u << 2)	/* ep_readv() reads it into any memory, never ep_recv() */
 
 /** Longest CONNECT line we accept, '\n' included ("CONNECT 4294967295\n" is 19 bytes). */
 #define EP_UDS_LINE_MAX 32
@@ -199,8 +200,8 @@ ssize_t ep_sock_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *hel
 ssize_t ep_pipe_writev(struct ep *e, struct ep_io *io, const struct iovec *iov, unsigned int n,
 		       size_t len, uint32_t *held, uint32_t max_mbufs);
 int ep_pipe_send(struct ep *e, struct mq *q, uint32_t *held, uint32_t *moved);
-ssize_t ep_pipe_recv(struct ep *e, struct mq *q, uint32_t *held, uint32_t want,
-		     uint32_t max_mbufs);
+ssize_t ep_pipe_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len,
+		      uint32_t *eom);
 void ep_pipe_poll(struct ep *e, uint32_t *held);
 
 /**
@@ -225,14 +226,22 @@ static inline ssize_t ep_writev(struct ep *e, struct ep_io *io, const struct iov
 }
 
 /**
- * Read up to @p len bytes of a byte stream (EP_CAP_READV) straight into @p iov (@p n pieces),
- * without queueing: the only copy is the kernel's. Clears EP_READABLE when nothing more is
- * waiting and sets EP_EOF at the end. Without EP_CAP_READV: 0.
+ * Read up to @p len bytes (EP_CAP_READV) straight into @p iov (@p n pieces), without queueing:
+ * the only copy is the kernel's (a stream socket) or ours out of the far side's mbufs (a
+ * pipe). A pipe's read stops at the end of a message (SEQPACKET) and gives its MQ_EOM and
+ * MQ_EOR marks in *@p eom, 0 otherwise; a message is never read with the next one. Clears
+ * EP_READABLE when nothing more is waiting and sets EP_EOF at the end. Without
+ * EP_CAP_READV: 0.
  * @return bytes read (0: nothing now, or the end), or -EIO: the connection is lost.
  */
-static inline ssize_t ep_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
+static inline ssize_t ep_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len,
+			       uint32_t *eom)
 {
-	return e->caps & EP_CAP_READV ? ep_sock_readv(e, iov, n, len) : 0;
+	*eom = 0;
+	if (!(e->caps & EP_CAP_READV))
+		return 0;
+	return e->kind == EP_PIPE ? ep_pipe_readv(e, iov, n, len, eom) :
+	       ep_sock_readv(e, iov, n, len);
 }
 
 /**
@@ -256,23 +265,16 @@ static inline int ep_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t
 
 /**
  * Bring up to @p want bytes into @p q in at most @p max_mbufs mbufs (EP_CAP_WHOLE_MSG: one
- * whole message of at most @p want bytes, whatever @p max_mbufs). A byte stream that can be
- * read with ep_readv() (EP_CAP_READV) is read only that way. Clears EP_READABLE when
- * nothing more is waiting and sets EP_EOF at the end.
+ * whole message of at most @p want bytes, whatever @p max_mbufs). An end that can be read
+ * with ep_readv() (EP_CAP_READV: a stream socket, a pipe) is read only that way. Clears
+ * EP_READABLE when nothing more is waiting and sets EP_EOF at the end.
  * @return bytes added (0: nothing now, or the end), -ENOBUFS (no mbuf: try again later),
  *   -EMSGSIZE (a message larger than @p want) or -EIO: the connection is lost.
  */
 static inline ssize_t ep_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held,
 			      uint32_t want, uint32_t max_mbufs)
 {
-	switch (e->kind) {
-	case EP_SOCK:
-		return ep_sock_recv(e, io, q, held, want, max_mbufs);
-	case EP_PIPE:
-		return ep_pipe_recv(e, q, held, want, max_mbufs);
-	default:
-		return 0;
-	}
+	return e->kind == EP_SOCK ? ep_sock_recv(e, io, q, held, want, max_mbufs) : 0;
 }
 
 /**
