@@ -55,19 +55,25 @@ static void tick(void)
 
 #define WAIT(cond, ms) POLL_WAIT(cond, ms, tick())
 
-static int attach(uint32_t buf_alloc)
+static int attach_with(const struct vfe_guest_conf *gc)
 {
 	static const struct vfe_vsock_conf vc = { .mem = { .size = 32u << 20 } };
-	struct vfe_guest_conf gc = { .buf_alloc = buf_alloc };
 	char sock[96];
 	int rc;
 
 	snprintf(sock, sizeof(sock), "%s/vm3.sock", dir);
 	rc = vfe_vsock_attach(&v, sock, &vc);
 	if (rc == 0)
-		rc = vfe_guest_init(&g, &v, &gc);
+		rc = vfe_guest_init(&g, &v, gc);
 	attached = rc == 0;
 	return rc;
+}
+
+static int attach(uint32_t buf_alloc)
+{
+	const struct vfe_guest_conf gc = { .buf_alloc = buf_alloc };
+
+	return attach_with(&gc);
 }
 
 static void detach(void)
@@ -98,7 +104,7 @@ static void test_misuse_unstarted(void)
 /* Guest connects to a native listener; bytes both ways; half-closes; close. */
 static void test_accept(void)
 {
-	static uint8_t got[300000];
+	static uint8_t got[32 * 9196];
 	struct vsock_native_info info;
 	struct vfe_guest_conn *gc;
 	size_t sent = 0, rcvd = 0;
@@ -480,6 +486,220 @@ static void test_listener_close_race(void)
 	       vi.pipes, vi.conns);
 }
 
+/* A wait in which the guest does nothing: it takes no used buffer and posts none. */
+#define WAIT_IDLE(cond, ms) POLL_WAIT(cond, ms, usleep(200))
+
+/* What the engine reports of VM 3's connection from guest port @p port (zeros: none). */
+static struct vsock_pmd_conn_info conn_info(uint32_t port)
+{
+	static struct vsock_pmd_conn_info ci[64];
+	int i, n = vsock_pmd_conns_get(CID, ci, RTE_DIM(ci));
+
+	for (i = 0; i < n; i++)
+		if (ci[i].guest_port == port)
+			return ci[i];
+	return (struct vsock_pmd_conn_info){ 0 };
+}
+
+/* A chain of segments @p lens[0..n) from mp, filled from pat at @p off; NULL: no mbuf. */
+static struct rte_mbuf *chain_of(size_t off, const uint16_t *lens, unsigned int n)
+{
+	struct rte_mbuf *head = NULL;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+
+		if (!m || (head && rte_pktmbuf_chain(head, m) < 0)) {
+			rte_pktmbuf_free(m);
+			rte_pktmbuf_free(head);
+			return NULL;
+		}
+		if (!head)
+			head = m;
+		memcpy(rte_pktmbuf_append(m, lens[i]), pat + off, lens[i]);
+		off += lens[i];
+	}
+	return head;
+}
+
+/*
+ * Chain number @p k of the host -> guest stream, from pat at @p off: odd sizes, chains of
+ * two and three segments, an empty segment inside a chain and at its end, so that the
+ * guest's buffers and its window end inside segments and chains. NULL: out of mbufs.
+ */
+static struct rte_mbuf *direct_chain(unsigned int k, size_t off, size_t *len)
+{
+	static const struct {
+		uint16_t n, lens[3];
+	} shapes[] = {
+		{ 1, { 1 } }, { 1, { 1777 } }, { 3, { 300, 0, 900 } }, { 1, { 64 } },
+		{ 2, { 2000, 1500 } }, { 1, { 2047 } }, { 3, { 7, 600, 0 } },
+	};
+	unsigned int s = k % RTE_DIM(shapes), i;
+
+	for (i = 0, *len = 0; i < shapes[s].n; i++)
+		*len += shapes[s].lens[i];
+	return chain_of(off, shapes[s].lens, shapes[s].n);
+}
+
+/* Offer the stream's next chain, if the pipe has room: bytes taken (0: none, or the end). */
+static size_t direct_send(int h, unsigned int *k, size_t *sent, size_t total)
+{
+	struct rte_mbuf *m;
+	size_t len;
+
+	if (*sent >= total || !(m = direct_chain(*k, *sent, &len)))
+		return 0;
+	if (*sent + len > total || vsock_native_send_burst(h, &m, 1) != 1) {
+		rte_pktmbuf_free(m);
+		return 0;
+	}
+	(*k)++;
+	*sent += len;
+	return len;
+}
+
+/*
+ * Host -> guest straight from the program's mbufs into the guest's rx buffers (3000 bytes
+ * in 3 pieces each, 4 of them posted, a 20000-byte window): chains of odd sizes, empty
+ * segments, buffers and the window ending inside segments, reads crossing bursts of the
+ * pipe. Bytes wait in the program's pipe, never in the VM's queue, while the guest has
+ * credit but no buffer; the guest sees its window kept and every byte in order; every mbuf
+ * comes back, also those left in the pipe, one read in part, when the connection ends.
+ * SEQPACKET: each message in packets of its own, its end and EOR as the program sent them.
+ */
+static void test_h2g_direct(void)
+{
+	const struct vfe_guest_conf conf = {
+		.buf_alloc = 20000, .rx_bufs = 4, .rx_pieces = 3, .rx_buf_len = 3000,
+	};
+	const uint32_t room = conf.rx_buf_len - VFE_GUEST_HDR_LEN;
+	/* 32 rounds of direct_chain()'s 7 shapes, 9196 bytes each. */
+	const size_t total = 32 * 9196;
+	static const uint32_t msgs[] = { 1, 2956, 5000, 1200, 3000, 100, 2957, 2600, 4100 };
+	static uint8_t got[32 * 9196];
+	unsigned int avail0 = rte_mempool_avail_count(mp), k = 0, i, good = 0, eor = 0;
+	struct vsock_pmd_vm_info vi = { 0 };
+	struct vsock_pmd_conn_info ci = { 0 };
+	struct vfe_guest_conn *gc = NULL;
+	bool ok;
+	size_t sent = 0, rcvd = 0;
+	int l, h;
+
+	detach();
+	if (!tap_ok(attach_with(&conf) == 0, "guest attached again: 4 rx buffers of 3 pieces, "
+		    "a 20000-byte window"))
+		return;
+	vfe_guest_listen(&g, 6003, true);
+	h = vsock_native_connect(CID, 6003, VSOCK_NATIVE_STREAM);
+	tap_ok(h >= 0 && WAIT((gc = vfe_guest_accept(&g)) != NULL, WAIT_MS) &&
+	       WAIT(vsock_native_state(h) == VSOCK_NATIVE_ESTABLISHED, WAIT_MS),
+	       "stream connected for the direct host -> guest path");
+	if (!gc)
+		return;
+	/* The guest sleeps: its 4 buffers fill, the rest waits in the pipe. */
+	while (direct_send(h, &k, &sent, total))
+		;
+	ok = WAIT_IDLE((ci = conn_info(gc->local_port), ci.to_guest_bytes == 4 * room), WAIT_MS);
+	tap_ok(sent > 4 * room && ok, "%zu bytes sent in %u chains; the guest's 4 buffers took %u",
+	       sent, k, ci.to_guest_bytes);
+	ci = conn_info(gc->local_port);
+	tap_ok(ci.host_credit > 0 && ci.queued_to_guest == 0,
+	       "with %u bytes of credit left and no buffer, nothing waits in the VM's queue (%u)",
+	       ci.host_credit, ci.queued_to_guest);
+	/* The guest reads: the rest follows, the window kept, every byte in order. */
+	WAIT((sent < total ? (void)direct_send(h, &k, &sent, total) : (void)0,
+	      rcvd += vfe_guest_recv(&g, gc, got + rcvd, total - rcvd), rcvd >= total), 30000);
+	tap_ok(rcvd == total && memcmp(got, pat, total) == 0,
+	       "%zu bytes of %u chains arrive intact through 3-piece buffers", rcvd, k);
+	tap_ok(g.errors == 0, "the guest's window and the protocol kept (%lu: %s)",
+	       (unsigned long)g.errors, g.err);
+	tap_ok(WAIT(rte_mempool_avail_count(mp) == avail0, WAIT_MS),
+	       "every chain freed once copied (%u free, %u before)", rte_mempool_avail_count(mp),
+	       avail0);
+	/*
+	 * The guest reads no more, having told its whole window: it is sent exactly that, the
+	 * rest waits in the pipe, one chain of it read in part.
+	 */
+	vfe_guest_send_ctl(&g, gc, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0);
+	sent = 0;
+	while (direct_send(h, &k, &sent, 60000))
+		;
+	ok = WAIT(vfe_guest_rx_avail(gc) == conf.buf_alloc, WAIT_MS);
+	tap_ok(sent > conf.buf_alloc && ok &&
+	       memcmp(gc->rxq + gc->fwd_cnt % conf.buf_alloc, pat,
+		      conf.buf_alloc - gc->fwd_cnt % conf.buf_alloc) == 0 && g.errors == 0,
+	       "a guest that reads nothing gets exactly its %u-byte window of %zu, intact (%u)",
+	       conf.buf_alloc, sent, vfe_guest_rx_avail(gc));
+	vsock_native_close(h);
+	WAIT(gc->peer_shut & VIRTIO_VSOCK_SHUTDOWN_RCV, WAIT_MS);
+	vfe_guest_send_ctl(&g, gc, VIRTIO_VSOCK_OP_RST, 0);
+	WAIT(gc->state == VFE_GC_CLOSED, WAIT_MS);
+	vfe_guest_release(&g, gc);
+	tap_ok(WAIT(rte_mempool_avail_count(mp) == avail0 && vsock_pmd_vm_info_get(0, &vi) == 0 &&
+		    vi.pipes == 0, WAIT_MS),
+	       "closed with a chain read in part and more in the pipe: every mbuf back (%u of "
+	       "%u), no pipe held (%u)", rte_mempool_avail_count(mp), avail0, vi.pipes);
+
+	/* SEQPACKET: messages around the buffer size, one a chain with an empty segment. */
+	l = vsock_native_listen(CID, 5004);
+	gc = vfe_guest_connect(&g, 5004, VIRTIO_VSOCK_TYPE_SEQPACKET);
+	h = -EAGAIN;
+	WAIT((h = vsock_native_accept(l)) != -EAGAIN, WAIT_MS);
+	tap_ok(gc && h >= 0 && WAIT(gc->state == VFE_GC_ESTABLISHED, WAIT_MS),
+	       "seqpacket connected for the direct path");
+	if (!gc || h < 0)
+		return;
+	for (i = 0, sent = 0; i < 40; i++) {
+		uint32_t len = msgs[i % RTE_DIM(msgs)], left = len;
+		uint16_t lens[8];
+		unsigned int n = 0;
+		struct rte_mbuf *m;
+
+		/* Pieces of at most 2000 bytes; an empty segment after the first or at the end. */
+		while (left) {
+			lens[n] = (uint16_t)RTE_MIN(left, 2000u);
+			left -= lens[n++];
+			if (n == 1 && i % 3 == 0)
+				lens[n++] = 0;
+		}
+		if (i % 3 == 1)
+			lens[n++] = 0;
+		m = chain_of(sent, lens, n);
+		if (!m || !WAIT(vsock_native_send_burst(h, &m, 1) == 1, WAIT_MS)) {
+			rte_pktmbuf_free(m);
+			break;
+		}
+		sent += len;
+	}
+	tap_ok(i == 40, "40 messages of 1 to 5000 bytes sent, with empty segments inside and at "
+	       "the end");
+	for (i = 0, rcvd = 0; i < 40; i++) {
+		uint32_t len = msgs[i % RTE_DIM(msgs)], flags = 0;
+		long n = -1;
+
+		if (!WAIT((n = vfe_guest_next_msg(gc, &flags)) >= 0, WAIT_MS))
+			break;
+		good += n == len && vfe_guest_recv(&g, gc, got, sizeof(got)) == len &&
+			memcmp(got, pat + rcvd, len) == 0;
+		eor += (flags & VIRTIO_VSOCK_SEQ_EOR) != 0;
+		rcvd += len;
+	}
+	tap_ok(good == 40 && eor == 40, "the guest reads 40 messages, each whole and alone (%u), "
+	       "each with EOR (%u)", good, eor);
+	vsock_native_close(h);
+	vsock_native_listen_close(l);
+	WAIT(gc->peer_shut == 3, WAIT_MS);
+	vfe_guest_send_ctl(&g, gc, VIRTIO_VSOCK_OP_RST, 0);
+	WAIT(gc->state == VFE_GC_CLOSED, WAIT_MS);
+	vfe_guest_release(&g, gc);
+	tap_ok(WAIT(rte_mempool_avail_count(mp) == avail0 && vsock_pmd_vm_info_get(0, &vi) == 0 &&
+		    vi.pipes == 0 && vi.conns == 0, WAIT_MS),
+	       "every mbuf back (%u of %u), no pipe (%u) nor connection (%u) left",
+	       rte_mempool_avail_count(mp), avail0, vi.pipes, vi.conns);
+}
+
 static void test_misuse(void)
 {
 	struct rte_mbuf *m[1] = { NULL };
@@ -558,6 +778,7 @@ int main(int argc, char **argv)
 	test_many();
 	test_listener_close_race();
 	test_misuse();
+	test_h2g_direct();
 	tap_ok(g.errors == 0, "every packet the guest got follows the protocol (%lu: %s)",
 	       (unsigned long)g.errors, g.err);
 	test_guest_gone();
