@@ -82,7 +82,8 @@ want scale && run scale --scale ${SCALE_VMS:+--vms "$SCALE_VMS"} --time "$SCALE_
 # Instructions per packet in the backend's steady state: dp_dev_poll and everything under
 # it, and the virtqueue code alone, in the rounds that moved packets, counted by callgrind
 # (stable on a noisy machine, unlike cycles), on split and on packed rings (one app under
-# valgrind each, alternated as everywhere).
+# valgrind each, alternated as everywhere), for both host ends (callgrind.json: the app's Unix
+# sockets; callgrind_native.json: the native API).
 if ((CG)) && want callgrind && command -v valgrind >/dev/null; then
 	mkdir -p "$OUT/callgrind"
 	rm -f "$OUT"/callgrind/callgrind.out.*
@@ -97,6 +98,16 @@ if ((CG)) && want callgrind && command -v valgrind >/dev/null; then
 		"$PERF" --callgrind --reps 1 --time 2 --modes g2h,h2g --payloads 64,4096 \
 		--rings split,packed --json "$OUT/callgrind.json" | tee "$OUT/callgrind.txt" ||
 		log "callgrind: some cases FAILED"
+	# The native host end's engine runs in vsock-perf's own process: that one under
+	# callgrind, its worker and client threads taking turns fairly.
+	log "callgrind: the same cases on the native host end"
+	VSOCK_PERF_CG_DIR=$OUT/callgrind valgrind --tool=callgrind --fair-sched=yes \
+		--log-file="$OUT/callgrind/valgrind-native.log" \
+		--callgrind-out-file="$OUT/callgrind/callgrind.out.%p" --toggle-collect=dp_dev_poll \
+		"$PERF" --callgrind --host native --reps 1 --time 2 --modes g2h,h2g \
+		--payloads 64,4096 --rings split,packed --json "$OUT/callgrind_native.json" |
+		tee "$OUT/callgrind_native.txt" ||
+		log "callgrind (native): some cases FAILED"
 fi
 
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then

@@ -211,7 +211,7 @@ void perf_cg_cmd(const struct perf_run *run, const char *opt)
 	char cmd[128];
 
 	snprintf(cmd, sizeof(cmd), "callgrind_control %s %d >/dev/null 2>&1", opt,
-		 (int)run->env.dp.app.pid);
+		 (int)perf_backend_pid(run));
 	if (system(cmd) != 0)
 		fprintf(stderr, "vsock-perf: '%s' failed\n", cmd);
 }
@@ -260,7 +260,7 @@ void perf_cg_read_ir(const struct perf_run *run, double *poll, double *ring, dou
 		 "[ -n \"$f\" ] && { callgrind_annotate --inclusive=yes --tree=caller --auto=no "
 		 "--threshold=100 \"$f\" | sed 's/^/I /'; callgrind_annotate --inclusive=no "
 		 "--auto=no --threshold=100 \"$f\" | sed 's/^/S /'; } 2>/dev/null",
-		 (int)run->env.dp.app.pid);
+		 (int)perf_backend_pid(run));
 	p = popen(cmd, "r");
 	if (p == NULL)
 		return;
