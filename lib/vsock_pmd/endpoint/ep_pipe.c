@@ -391,9 +391,10 @@ static uint32_t chain_read(struct rte_mbuf *m, struct iov_at *at, uint32_t room,
 	struct rte_mbuf *s;
 
 	for (s = m; s; s = s->next) {
-		uint16_t k = (uint16_t)RTE_MIN((uint32_t)s->data_len, room - done);
+		/* What the vector took: the rest of the segment waits, whatever the caller said. */
+		uint16_t k = (uint16_t)iov_at_copy(at, rte_pktmbuf_mtod(s, void *),
+						   RTE_MIN((uint32_t)s->data_len, room - done), true);
 
-		iov_at_copy(at, rte_pktmbuf_mtod(s, void *), k, true);
 		s->data_off += k;
 		s->data_len -= k;
 		m->pkt_len -= k;
