@@ -709,7 +709,7 @@ static void test_many_silent(void)
 	const unsigned int max = CONN_MAX_DEFAULT;
 	struct conn_table *t = table(max, BUF_ALLOC, pool);
 	const struct conn_stats *st = t ? conn_table_stats(t) : NULL;
-	uint64_t timeout_tsc = rte_get_tsc_hz() * CONN_TIMEOUT_MS_DEFAULT / 1000;
+	uint64_t timeout_tsc = conn_tsc_of_ms(rte_get_tsc_hz(), CONN_TIMEOUT_MS_DEFAULT);
 	uint64_t lo[SILENT_BATCHES], hi[SILENT_BATCHES];
 	unsigned int b, i, opened = 0, wrong = 0;
 	struct rlimit rl;

@@ -674,7 +674,7 @@ static void test_partial(struct conn_table *t)
 static void test_quiet_clock(struct conn_table *t)
 {
 	const struct conn_stats *st = conn_table_stats(t);
-	const uint64_t hz = rte_get_tsc_hz(), tmo = hz * CONN_TIMEOUT_MS_DEFAULT / 1000;
+	const uint64_t hz = rte_get_tsc_hz(), tmo = conn_tsc_of_ms(hz, CONN_TIMEOUT_MS_DEFAULT);
 	uint64_t timeouts = st->proto_err[CONN_ERR_TIMEOUT], before, after;
 	struct ep_addr from4;
 	struct fake_end *f;

@@ -373,9 +373,9 @@ struct conn_table *conn_table_create(const struct conn_table_conf *conf)
 	t->io.pool = conf->pool;
 	t->io.room = rte_pktmbuf_data_room_size(conf->pool) - RTE_PKTMBUF_HEADROOM;
 	t->dir_quota = conf->mbuf_quota ? RTE_MAX(conf->mbuf_quota / 2, 1u) : UINT32_MAX;
-	t->timeout_tsc = rte_get_tsc_hz() * conf->timeout_ms / 1000;
-	t->line_timeout_tsc = rte_get_tsc_hz() * conf->line_timeout_ms / 1000;
-	t->connect_timeout_tsc = rte_get_tsc_hz() * conf->connect_timeout_ms / 1000;
+	t->timeout_tsc = conn_tsc_of_ms(rte_get_tsc_hz(), conf->timeout_ms);
+	t->line_timeout_tsc = conn_tsc_of_ms(rte_get_tsc_hz(), conf->line_timeout_ms);
+	t->connect_timeout_tsc = conn_tsc_of_ms(rte_get_tsc_hz(), conf->connect_timeout_ms);
 	/* Scratch big enough for a whole SEQPACKET message either way, or one read. */
 	t->io.n = (RTE_MAX(conf->buf_alloc, READ_CHUNK) + t->io.room - 1) / t->io.room + 2;
 	t->io.n = RTE_MIN(t->io.n, (unsigned int)IOV_MAX);
