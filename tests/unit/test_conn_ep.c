@@ -309,6 +309,132 @@ static void test_h2g_direct(struct conn_table *t)
 }
 
 /*
+ * rx buffers of any layout: buffer i is the pieces of lay[i] (lengths, 0 ends), apart in
+ * memory (LAY_GAP bytes between them), seen gathered in lay_view[i]; lay_gaps_ok tells that
+ * nothing was written between them.
+ */
+#define LAY_BUFS 6
+#define LAY_PIECES 4
+#define LAY_GAP 16
+static uint8_t lay_mem[LAY_BUFS][1024], lay_view[LAY_BUFS][1024];
+static struct vsock_hdr lay_hdr[LAY_BUFS];
+static uint32_t lay_len[LAY_BUFS], lay_cap[LAY_BUFS];
+static bool lay_gaps_ok;
+
+static unsigned int lay_burst(struct conn_table *t, const uint32_t lay[][LAY_PIECES],
+			      unsigned int n)
+{
+	struct iovec iov[LAY_BUFS * LAY_PIECES];
+	unsigned int cnt[LAY_BUFS], i, j, k, niov = 0;
+	size_t at, v, g;
+
+	memset(lay_mem, 0xa5, sizeof(lay_mem));
+	memset(lay_view, 0xa5, sizeof(lay_view));
+	for (i = 0; i < n; i++) {
+		for (j = 0, at = 0, lay_cap[i] = 0; j < LAY_PIECES && lay[i][j]; j++) {
+			iov[niov++] = (struct iovec){ .iov_base = lay_mem[i] + at,
+						      .iov_len = lay[i][j] };
+			at += lay[i][j] + LAY_GAP;
+			lay_cap[i] += lay[i][j];
+		}
+		cnt[i] = j;
+	}
+	k = conn_to_guest_burst(t, iov, cnt, lay_cap, n, lay_len);
+	lay_gaps_ok = true;
+	for (i = 0; i < n; i++) {
+		for (j = 0, at = 0, v = 0; j < cnt[i]; j++) {
+			memcpy(lay_view[i] + v, lay_mem[i] + at, lay[i][j]);
+			v += lay[i][j];
+			at += lay[i][j];
+			for (g = 0; g < LAY_GAP; g++)
+				lay_gaps_ok &= lay_mem[i][at++] == 0xa5;
+		}
+		if (i < k)
+			vsock_pkt_parse(lay_view[i], VSOCK_HDR_SIZE, &lay_hdr[i]);
+	}
+	return k;
+}
+
+/*
+ * lay_burst()'s buffer @p i holds an RW of @p len bytes of the end's stream from @p off, all
+ * of its header's fields what connection 1006 <-> 5006 owes with @p fwd_cnt; the rest of the
+ * buffer untouched.
+ */
+static bool lay_rw(unsigned int i, uint32_t len, size_t off, uint32_t fwd_cnt)
+{
+	const struct vsock_hdr *h = &lay_hdr[i];
+	uint32_t b;
+
+	for (b = VSOCK_HDR_SIZE + len; b < lay_cap[i]; b++)
+		if (lay_view[i][b] != 0xa5)
+			return false;
+	return h->src_cid == HOST_CID && h->dst_cid == GUEST_CID && h->src_port == 5006 &&
+	       h->dst_port == 1006 && h->type == STREAM && h->op == VIRTIO_VSOCK_OP_RW &&
+	       h->len == len && h->flags == 0 && h->buf_alloc == BUF_ALLOC &&
+	       h->fwd_cnt == fwd_cnt && lay_len[i] == VSOCK_HDR_SIZE + len &&
+	       memcmp(lay_view[i] + VSOCK_HDR_SIZE, payload + off, len) == 0;
+}
+
+/*
+ * One read into buffers of mixed layouts: one-piece buffers (the usual, laid out without a
+ * piece walk) around one whose payload goes on in a second piece and one whose header is
+ * split over the first two of three, a one-piece buffer with no room past its header, the
+ * window ending inside a buffer and a short read ending inside one whose header is its first
+ * piece. Every header whole, every byte in its place, nothing written outside the pieces.
+ */
+static void test_h2g_layouts(struct conn_table *t)
+{
+	static const uint32_t a[][LAY_PIECES] = {
+		{ 144 }, { 60, 40 }, { 20, 30, 200 }, { 144 }, { 144 },
+	};
+	static const uint32_t b[][LAY_PIECES] = { { VSOCK_HDR_SIZE }, { 144 } };
+	static const uint32_t c[][LAY_PIECES] = { { 344 }, { VSOCK_HDR_SIZE, 300 }, { 344 } };
+	const struct conn_stats *st = conn_table_stats(t);
+	uint64_t pkts, bytes;
+	struct fake_end *f;
+	unsigned int k, reads;
+
+	fake_next_caps = EP_CAP_READV;
+	f = open_conn(t, 1006, 5006);
+	fake_next_caps = 0;
+	if (!tap_ok(f != NULL, "a connection read into the guest's buffers"))
+		return;
+	/* 10 bytes from the guest first, so that our headers carry a fwd_cnt of 10. */
+	guest_send(t, VIRTIO_VSOCK_OP_RW, STREAM, 1006, 5006, 0, payload, 10, 0);
+	guest_drain(t);
+	memcpy(f->to_guest, payload, 1000);
+	f->offered = 1000;
+	guest_send_full(t, VIRTIO_VSOCK_OP_CREDIT_UPDATE, STREAM, 1006, 5006, 0, NULL, 0, 456, 0,
+			GUEST_CID, HOST_CID);
+	event(f, EP_READABLE);
+	pump(t);
+	pkts = st->to_guest_pkts;
+	bytes = st->to_guest_bytes;
+	reads = f->reads;
+	k = lay_burst(t, a, RTE_DIM(a));
+	tap_ok(k == 4 && f->reads == reads + 1 && f->read == 456 && lay_gaps_ok && lay_rw(0, 100, 0, 10) &&
+	       lay_rw(1, 56, 100, 10) && lay_rw(2, 206, 156, 10) && lay_rw(3, 94, 362, 10) &&
+	       st->to_guest_pkts == pkts + 4 && st->to_guest_bytes == bytes + 456,
+	       "a 456-byte window over one-piece buffers, one with its payload over 2 pieces and "
+	       "one with its header over 2 of 3: one read, 4 packets of 100, 56, 206, 94 bytes, "
+	       "each header whole (%u buffers, %zu read)",
+	       k, f->read);
+	guest_send_full(t, VIRTIO_VSOCK_OP_CREDIT_UPDATE, STREAM, 1006, 5006, 0, NULL, 0, 4096,
+			456, GUEST_CID, HOST_CID);
+	reads = f->reads;
+	tap_ok(lay_burst(t, b, RTE_DIM(b)) == 0 && f->reads == reads && conn_has_output(t),
+	       "a first buffer of a header's room alone: nothing read, still owed");
+	k = lay_burst(t, c, RTE_DIM(c));
+	tap_ok(k == 2 && f->reads == reads + 1 && f->read == 1000 && lay_rw(0, 300, 456, 10) &&
+	       lay_rw(1, 244, 756, 10) && lay_gaps_ok && lay_mem[2][0] == 0xa5 &&
+	       !conn_has_output(t),
+	       "the end's last 544 bytes: 300, then 244 into a buffer whose header is its "
+	       "first piece; the third buffer untouched (%u buffers)", k);
+	guest_send(t, VIRTIO_VSOCK_OP_RST, STREAM, 1006, 5006, 0, NULL, 0, 0);
+	tap_ok(f->closed && conn_count(t) == 0, "the guest's RST: closed, table empty");
+}
+
+/*
  * A SEQPACKET host socket's message waits while the guest's window is shut; then the guest
  * says SHUTDOWN(RCV). Our shutdown(SHUT_RD) makes the socket readable (EPOLLIN | EPOLLRDHUP)
  * and the kernel still hands out what was queued before it: none of it may reach the guest,
@@ -772,6 +898,7 @@ int main(int argc, char **argv)
 	test_g2h(t);
 	test_h2g(t);
 	test_h2g_direct(t);
+	test_h2g_layouts(t);
 	test_errors(t);
 	test_seq_rcv_shut(t);
 	test_polled(t);

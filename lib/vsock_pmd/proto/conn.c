@@ -842,6 +842,8 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 				    uint32_t *len)
 {
 	uint32_t want = RTE_MIN(peer_credit(c), TO_GUEST_MAX), asked = 0, left, eom;
+	struct iovec *out = t->io.iov;
+	const unsigned int max = t->io.n;
 	unsigned int i, niov = 0, off = 0;
 	ssize_t got;
 
@@ -855,20 +857,32 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 	 * Lay out the payload room of as many buffers as the read may fill; a buffer of more
 	 * pieces than the read's vector has left gets what fits of it.
 	 */
-	for (i = 0; i < n && asked < want && niov < t->io.n; off += cnt[i], i++) {
+	for (i = 0; i < n && asked < want && niov < max; off += cnt[i], i++) {
 		size_t l = RTE_MIN(RTE_MIN(cap[i] - VSOCK_HDR_SIZE, VSOCK_PKT_MAX_PAYLOAD),
 				   want - asked);
 
-		niov += iov_slice_part(&t->io.iov[niov], t->io.n - niov, &iov[off], cnt[i],
-				       VSOCK_HDR_SIZE, &l);
-		if (l == 0)
-			break;	/* no payload room */
+		/*
+		 * Every Linux rx buffer is one piece holding header and payload: its room is
+		 * what follows the header, within the piece, no piece walk for it.
+		 */
+		if (likely(cnt[i] == 1 && iov[off].iov_len > VSOCK_HDR_SIZE)) {
+			l = RTE_MIN(l, iov[off].iov_len - VSOCK_HDR_SIZE);
+			if (unlikely(l == 0))
+				break;
+			out[niov].iov_base = (char *)iov[off].iov_base + VSOCK_HDR_SIZE;
+			out[niov++].iov_len = l;
+		} else {
+			niov += iov_slice_part(&out[niov], max - niov, &iov[off], cnt[i],
+					       VSOCK_HDR_SIZE, &l);
+			if (l == 0)
+				break;	/* no payload room */
+		}
 		len[i] = (uint32_t)l;
 		asked += (uint32_t)l;
 	}
 	if (asked == 0)
 		return 0;
-	got = ep_readv(&c->ep, t->io.iov, niov, asked, &eom);
+	got = ep_readv(&c->ep, out, niov, asked, &eom);
 	if (got < 0) {
 		conn_reset(t, c, CONN_ERR_HOST_IO);
 		return 0;
