@@ -716,13 +716,14 @@ unsigned int conn_from_guest_run(struct conn_table *t, const struct virtio_vsock
 /* ---- host -> guest ---- */
 
 /*
- * A header into the guest's buffer @p buf: inline, every packet to the guest writes one, and
- * the pieces it goes into are those of nearly every buffer, its first holding it whole.
+ * A header to the guest, encoded with len 0: the packets of one connection in one burst
+ * differ only in their lengths (and the last in a message's end), so it is built once and
+ * hdr_put() stamps each length.
  */
 static __rte_always_inline void
-hdr_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int cnt, uint64_t peer_cid,
-	     uint32_t guest_port, uint32_t host_port, uint16_t type, uint16_t op, uint32_t len,
-	     uint32_t flags, uint32_t fwd_cnt)
+hdr_init(const struct conn_table *t, struct virtio_vsock_hdr *raw, uint64_t peer_cid,
+	 uint32_t guest_port, uint32_t host_port, uint16_t type, uint16_t op, uint32_t flags,
+	 uint32_t fwd_cnt)
 {
 	const struct vsock_flow f = {
 		.src_cid = peer_cid,
@@ -731,15 +732,36 @@ hdr_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int cnt, ui
 		.dst_port = guest_port,
 		.type = type,
 	};
-	struct virtio_vsock_hdr raw;
 	struct vsock_hdr h;
 
-	vsock_pkt_build(&h, &f, op, len, flags, t->conf.buf_alloc, fwd_cnt);
-	vsock_pkt_encode(&h, &raw);
-	if (likely(buf[0].iov_len >= sizeof(raw)))
-		memcpy(buf[0].iov_base, &raw, sizeof(raw));
+	vsock_pkt_build(&h, &f, op, 0, flags, t->conf.buf_alloc, fwd_cnt);
+	vsock_pkt_encode(&h, raw);
+}
+
+/*
+ * @p raw with its length @p len into the guest's buffer @p buf (@p cnt pieces): one 44-byte
+ * copy when its first piece holds it whole, as in nearly every buffer.
+ */
+static __rte_always_inline void
+hdr_put(struct virtio_vsock_hdr *raw, const struct iovec *buf, unsigned int cnt, uint32_t len)
+{
+	raw->len = htole32(len);
+	if (likely(buf[0].iov_len >= sizeof(*raw)))
+		memcpy(buf[0].iov_base, raw, sizeof(*raw));
 	else
-		iov_write(buf, cnt, 0, &raw, sizeof(raw));
+		iov_write(buf, cnt, 0, raw, sizeof(*raw));
+}
+
+/* A header into the guest's buffer @p buf, counted. */
+static __rte_always_inline void
+hdr_to_guest(struct conn_table *t, const struct iovec *buf, unsigned int cnt, uint64_t peer_cid,
+	     uint32_t guest_port, uint32_t host_port, uint16_t type, uint16_t op, uint32_t len,
+	     uint32_t flags, uint32_t fwd_cnt)
+{
+	struct virtio_vsock_hdr raw;
+
+	hdr_init(t, &raw, peer_cid, guest_port, host_port, type, op, flags, fwd_cnt);
+	hdr_put(&raw, buf, cnt, len);
 	t->stats.to_guest_pkts++;
 	t->stats.to_guest_bytes += len;
 }
@@ -845,6 +867,7 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 	struct iovec *out = t->io.iov;
 	const unsigned int max = t->io.n;
 	unsigned int i, niov = 0, off = 0;
+	struct virtio_vsock_hdr raw;
 	ssize_t got;
 
 	if (c->state != CS_ESTABLISHED || !direct_ready(c)) {
@@ -888,23 +911,29 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 		return 0;
 	}
 	t->stats.host_read_bytes += (uint64_t)got;
-	for (i = 0, off = 0, left = (uint32_t)got; left; off += cnt[i], i++) {
-		uint32_t l = RTE_MIN(len[i], left);
-
-		/* A message's end is in the last buffer filled. */
-		hdr_to_guest(t, &iov[off], cnt[i], c->peer_cid, c->guest_port, c->host_port,
-			     c->type, VIRTIO_VSOCK_OP_RW, l, l == left ? eom : 0, c->fwd_cnt);
-		len[i] = VSOCK_HDR_SIZE + l;
-		left -= l;
-	}
-	if (got) {
-		data_sent(t, c, (uint32_t)got);
-		/* Bytes may still wait and the guest has no room: its CREDIT_UPDATE resumes. */
-		if ((c->ep.ev & EP_READABLE) && peer_credit(c) == 0)
-			credit_stall(t, c);
-	} else {
+	if (got == 0) {
 		data_update(t, c);	/* empty or ended: out of the line */
+		host_shutdown_check(t, c);
+		return 0;
 	}
+	/* One header for the run, its length stamped per buffer filled. */
+	hdr_init(t, &raw, c->peer_cid, c->guest_port, c->host_port, c->type, VIRTIO_VSOCK_OP_RW,
+		 0, c->fwd_cnt);
+	for (i = 0, off = 0, left = (uint32_t)got; left > len[i]; off += cnt[i], i++) {
+		hdr_put(&raw, &iov[off], cnt[i], len[i]);
+		left -= len[i];
+		len[i] += VSOCK_HDR_SIZE;
+	}
+	/* The last buffer filled, in part or whole: a message's end is there. */
+	raw.flags = htole32(eom);
+	hdr_put(&raw, &iov[off], cnt[i], left);
+	len[i++] = VSOCK_HDR_SIZE + left;
+	t->stats.to_guest_pkts += i;
+	t->stats.to_guest_bytes += (uint64_t)got;
+	data_sent(t, c, (uint32_t)got);
+	/* Bytes may still wait and the guest has no room: its CREDIT_UPDATE resumes. */
+	if ((c->ep.ev & EP_READABLE) && peer_credit(c) == 0)
+		credit_stall(t, c);
 	host_shutdown_check(t, c);
 	return i;
 }
