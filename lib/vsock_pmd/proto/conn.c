@@ -863,10 +863,11 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 				    const unsigned int *cnt, const uint32_t *cap, unsigned int n,
 				    uint32_t *len)
 {
-	uint32_t want = RTE_MIN(peer_credit(c), TO_GUEST_MAX), asked = 0, left, eom;
+	uint32_t want = RTE_MIN(peer_credit(c), TO_GUEST_MAX), unasked = want, left, eom;
 	struct iovec *out = t->io.iov;
 	const unsigned int max = t->io.n;
-	unsigned int i, niov = 0, off = 0;
+	const struct iovec *b;
+	unsigned int i, niov = 0;
 	struct virtio_vsock_hdr raw;
 	ssize_t got;
 
@@ -880,32 +881,32 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 	 * Lay out the payload room of as many buffers as the read may fill; a buffer of more
 	 * pieces than the read's vector has left gets what fits of it.
 	 */
-	for (i = 0; i < n && asked < want && niov < max; off += cnt[i], i++) {
+	for (i = 0, b = iov; i < n && unasked && niov < max; b += cnt[i], i++) {
 		size_t l = RTE_MIN(RTE_MIN(cap[i] - VSOCK_HDR_SIZE, VSOCK_PKT_MAX_PAYLOAD),
-				   want - asked);
+				   unasked);
 
 		/*
 		 * Every Linux rx buffer is one piece holding header and payload: its room is
 		 * what follows the header, within the piece, no piece walk for it.
 		 */
-		if (likely(cnt[i] == 1 && iov[off].iov_len > VSOCK_HDR_SIZE)) {
-			l = RTE_MIN(l, iov[off].iov_len - VSOCK_HDR_SIZE);
+		if (likely(cnt[i] == 1 && b->iov_len > VSOCK_HDR_SIZE)) {
+			l = RTE_MIN(l, b->iov_len - VSOCK_HDR_SIZE);
 			if (unlikely(l == 0))
 				break;
-			out[niov].iov_base = (char *)iov[off].iov_base + VSOCK_HDR_SIZE;
+			out[niov].iov_base = (char *)b->iov_base + VSOCK_HDR_SIZE;
 			out[niov++].iov_len = l;
 		} else {
-			niov += iov_slice_part(&out[niov], max - niov, &iov[off], cnt[i],
-					       VSOCK_HDR_SIZE, &l);
+			niov += iov_slice_part(&out[niov], max - niov, b, cnt[i], VSOCK_HDR_SIZE,
+					       &l);
 			if (l == 0)
 				break;	/* no payload room */
 		}
 		len[i] = (uint32_t)l;
-		asked += (uint32_t)l;
+		unasked -= (uint32_t)l;
 	}
-	if (asked == 0)
+	if (unasked == want)
 		return 0;
-	got = ep_readv(&c->ep, out, niov, asked, &eom);
+	got = ep_readv(&c->ep, out, niov, want - unasked, &eom);
 	if (got < 0) {
 		conn_reset(t, c, CONN_ERR_HOST_IO);
 		return 0;
@@ -919,14 +920,14 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 	/* One header for the run, its length stamped per buffer filled. */
 	hdr_init(t, &raw, c->peer_cid, c->guest_port, c->host_port, c->type, VIRTIO_VSOCK_OP_RW,
 		 0, c->fwd_cnt);
-	for (i = 0, off = 0, left = (uint32_t)got; left > len[i]; off += cnt[i], i++) {
-		hdr_put(&raw, &iov[off], cnt[i], len[i]);
+	for (i = 0, b = iov, left = (uint32_t)got; left > len[i]; b += cnt[i], i++) {
+		hdr_put(&raw, b, cnt[i], len[i]);
 		left -= len[i];
 		len[i] += VSOCK_HDR_SIZE;
 	}
 	/* The last buffer filled, in part or whole: a message's end is there. */
 	raw.flags = htole32(eom);
-	hdr_put(&raw, &iov[off], cnt[i], left);
+	hdr_put(&raw, b, cnt[i], left);
 	len[i++] = VSOCK_HDR_SIZE + left;
 	t->stats.to_guest_pkts += i;
 	t->stats.to_guest_bytes += (uint64_t)got;
