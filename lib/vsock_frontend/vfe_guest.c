@@ -717,7 +717,9 @@ static bool hdr_valid(struct vfe_guest *g, const struct vfe_vsock_pkt *h, uint32
 		breach(g, "op %u with %u payload bytes", h->op, h->len);
 		return false;
 	}
-	if (h->op == VIRTIO_VSOCK_OP_RW && h->len == 0) {
+	/* Only a SEQPACKET message's end may come alone, as Linux sends an empty message. */
+	if (h->op == VIRTIO_VSOCK_OP_RW && h->len == 0 &&
+	    !(h->type == VIRTIO_VSOCK_TYPE_SEQPACKET && (h->flags & VIRTIO_VSOCK_SEQ_EOM))) {
 		breach(g, "empty RW packet %u -> %u", h->src_port, h->dst_port);
 		return false;
 	}

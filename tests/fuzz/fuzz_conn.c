@@ -245,11 +245,14 @@ static void took(struct fake_end *f, size_t off, const uint8_t *p, size_t len, b
 	    fl->req_queued != fl->req_taken)
 		return;
 	/*
-	 * A piece never crosses the end of a message, and ends one only with its mark. A piece
-	 * of a message whose end the guest has not sent yet may go ahead of it (a pipe's far
-	 * side waits for the mark), without one.
+	 * A piece never crosses the end of a message, and only a mark ends one. A piece of a
+	 * message whose end the guest has not sent yet may go ahead of it (a pipe's far side
+	 * waits for the mark), without one; so may the last piece of a message whose end came
+	 * in an empty packet, its mark then following alone. An end that takes whole messages
+	 * gets no empty ones.
 	 */
-	while (fl->nmsg && fl->msg_end[fl->head] <= off) {
+	while (fl->nmsg && (fl->msg_end[fl->head] < off ||
+			    (fl->msg_end[fl->head] == off && len && (c->ep.caps & EP_CAP_WHOLE_MSG)))) {
 		fl->head = (fl->head + 1) % MSGS_MAX;
 		fl->nmsg--;
 	}
@@ -258,7 +261,11 @@ static void took(struct fake_end *f, size_t off, const uint8_t *p, size_t len, b
 		return;
 	}
 	CHECK(off + len <= fl->msg_end[fl->head]);
-	CHECK(eom == (off + len == fl->msg_end[fl->head]));
+	if (eom) {
+		CHECK(off + len == fl->msg_end[fl->head]);
+		fl->head = (fl->head + 1) % MSGS_MAX;
+		fl->nmsg--;
+	}
 }
 
 static uint32_t end_salt(uint64_t token)

@@ -311,6 +311,76 @@ static void test_seqpacket(void)
 	vfe_guest_release(&g, gc);
 }
 
+/*
+ * SEQPACKET message ends that come alone, as the spec allows (Linux sends an empty message
+ * so): a message whose bytes went into the pipe before its end came in an empty packet stays
+ * one message, and an empty message reaches the far side as one, both ways.
+ */
+static void test_seqpacket_ends_alone(void)
+{
+	struct rte_mbuf *m[3];
+	struct vfe_guest_conn *gc;
+	uint8_t got[600];
+	unsigned int free0, i, n = 0;
+	uint32_t lens[3] = { 0 }, flags[3] = { 0 };
+	int l, h = -EAGAIN, rc;
+	long len;
+	bool intact = true;
+
+	l = vsock_native_listen(CID, 5005);
+	gc = vfe_guest_connect(&g, 5005, VIRTIO_VSOCK_TYPE_SEQPACKET);
+	WAIT((h = vsock_native_accept(l)) != -EAGAIN, WAIT_MS);
+	tap_ok(gc && h >= 0 && WAIT(gc->state == VFE_GC_ESTABLISHED, WAIT_MS),
+	       "seqpacket connection for ends that come alone");
+	if (!gc || h < 0)
+		return;
+	/* Guest -> host: 300 bytes without an end, taken; then their end alone; then 200. */
+	free0 = vfe_guest_tx_free(&g);
+	tap_ok(vfe_guest_send_raw(&g, gc, pat, 300, 0) == 0 &&
+	       WAIT(vfe_guest_tx_free(&g) == free0, WAIT_MS) &&
+	       vfe_guest_send_raw(&g, gc, NULL, 0, VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR)
+	       == 0 && vfe_guest_send_msg(&g, gc, pat + 300, 200) == 1 &&
+	       vfe_guest_send_raw(&g, gc, NULL, 0, VIRTIO_VSOCK_SEQ_EOM) == 0,
+	       "the guest sends 300 bytes, their end alone once taken, 200 bytes, an empty message");
+	while (n < 3 && WAIT((rc = vsock_native_recv_burst(h, m, (uint16_t)(3 - n))) != 0,
+			     WAIT_MS) && rc > 0) {
+		for (i = 0; i < (unsigned int)rc; i++, n++) {
+			lens[n] = m[i]->pkt_len;
+			if (m[i]->pkt_len <= sizeof(got))
+				intact &= memcmp(rte_pktmbuf_read(m[i], 0, m[i]->pkt_len, got),
+						 pat + (n ? 300 : 0), m[i]->pkt_len) == 0;
+			rte_pktmbuf_free(m[i]);
+		}
+	}
+	tap_ok(n == 3 && lens[0] == 300 && lens[1] == 200 && lens[2] == 0 && intact,
+	       "the program receives 3 messages, of 300, 200 and 0 bytes (%u: %u, %u, %u), intact",
+	       n, lens[0], lens[1], lens[2]);
+	/* Host -> guest: 100 bytes, an empty message, 50 bytes. */
+	for (i = 0; i < 3; i++) {
+		m[i] = rte_pktmbuf_alloc(mp);
+		if (m[i] && i != 1)
+			memcpy(rte_pktmbuf_append(m[i], i ? 50 : 100), pat + 100 * i, i ? 50 : 100);
+	}
+	tap_ok(m[0] && m[1] && m[2] && vsock_native_send_burst(h, m, 3) == 3,
+	       "the program sends 100 bytes, an empty message, 50 bytes");
+	for (i = 0, intact = true; i < 3; i++) {
+		if (!WAIT((len = vfe_guest_next_msg(gc, &flags[i])) >= 0, WAIT_MS))
+			break;
+		lens[i] = (uint32_t)len;
+		intact &= vfe_guest_recv(&g, gc, got, sizeof(got)) == (size_t)len &&
+			  memcmp(got, pat + 100 * i, (size_t)len) == 0;
+	}
+	tap_ok(i == 3 && lens[0] == 100 && lens[1] == 0 && lens[2] == 50 && intact &&
+	       flags[1] == (VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR),
+	       "the guest reads 3 messages, of 100, 0 and 50 bytes (%u: %u, %u, %u), the empty one "
+	       "with EOM and EOR (%#x)", i, lens[0], lens[1], lens[2], flags[1]);
+	vsock_native_close(h);
+	vsock_native_listen_close(l);
+	WAIT(gc->peer_shut == 3, WAIT_MS);
+	vfe_guest_send_ctl(&g, gc, VIRTIO_VSOCK_OP_RST, 0);
+	vfe_guest_release(&g, gc);
+}
+
 /* Payload mbufs of the engine's pools that hold data now (per-lcore caches count as free). */
 static uint64_t mbufs_in_use(void)
 {
@@ -774,6 +844,7 @@ int main(int argc, char **argv)
 	test_connect();
 	test_credit();
 	test_seqpacket();
+	test_seqpacket_ends_alone();
 	test_small_packets();
 	test_many();
 	test_listener_close_race();

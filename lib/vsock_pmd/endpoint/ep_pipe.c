@@ -420,8 +420,8 @@ static uint32_t chain_read(struct rte_mbuf *m, struct iov_at *at, uint32_t room,
  * is peeked (rte_ring's peek API: the mbufs stay in the rte_ring until the finish), copied,
  * and only the chains copied whole are taken out and freed: one copied in part stays at the
  * head, still the far side's in its count, to go on at the next read. The mbufs never count
- * in our quota. An empty message (nothing before its end in this read) is dropped, as vsock
- * cannot carry one.
+ * in our quota. A message's end with nothing before it in this read (the end of one whose
+ * pieces were read before, or an empty message) ends a read of 0 bytes with its marks.
  */
 ssize_t ep_pipe_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len,
 		      uint32_t *eom)
@@ -450,7 +450,7 @@ ssize_t ep_pipe_readv(struct ep *e, const struct iovec *iov, unsigned int n, siz
 				break;
 			}
 			taken++;
-			if (end && got) {
+			if (end) {
 				*eom = end;
 				break;
 			}

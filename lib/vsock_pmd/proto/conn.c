@@ -103,7 +103,7 @@ void host_shutdown_check(struct conn_table *t, struct conn *c)
 /* The guest's SHUTDOWN flags, applied once the bytes queued before them reached the host. */
 static void guest_shutdown_apply(struct conn_table *t, struct conn *c)
 {
-	if (c->state != CS_ESTABLISHED || c->to_host.bytes)
+	if (c->state != CS_ESTABLISHED || c->to_host.nb)
 		return;
 	if (c->guest_shut == (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND)) {
 		/* Guest close(): the host reads EOF, the guest gets the RST it waits for. */
@@ -138,19 +138,30 @@ bool conn_flush(struct conn_table *t, struct conn *c, uint32_t *moved)
 
 /* ---- guest -> host ---- */
 
-/* Copy @len bytes at @off of the guest payload to to_host. -EAGAIN: no mbuf, nothing queued. */
+/*
+ * Copy @len bytes at @off of the guest payload to to_host, with the message's end marks
+ * @eom_flags (SEQPACKET) on its last piece. -EAGAIN: no mbuf, nothing queued.
+ */
 static int to_host_copy(struct conn_table *t, struct conn *c, const struct iovec *p,
 			unsigned int cnt, size_t off, uint32_t len, uint32_t eom_flags)
 {
 	struct mq *q = &c->to_host;
 	struct rte_mbuf *tail = q->tail;
 	uint32_t in_tail = 0, left, nb, i, room = t->io.room;
+	/*
+	 * A message's end in an empty packet, nothing of it queued: a pipe took its pieces
+	 * already (they go ahead of the mark), or it is an empty message. The mark goes in an
+	 * empty mbuf of its own. An end that takes whole messages only has none open; an
+	 * empty message, which vsock carries but a socket's write would not, is dropped there.
+	 */
+	bool mark_alone = eom_flags && !len && !(c->ep.caps & EP_CAP_WHOLE_MSG) &&
+			  (!tail || (tail->packet_type & MQ_EOM));
 
 	/* Fill the tail mbuf first, unless it ends a message. */
 	if (tail && !(tail->packet_type & MQ_EOM))
 		in_tail = RTE_MIN((uint32_t)rte_pktmbuf_tailroom(tail), len);
 	left = len - in_tail;
-	nb = (left + room - 1) / room;
+	nb = (left + room - 1) / room + mark_alone;
 	/* Past the quota; a packet larger than all of it may still be queued alone. */
 	if (nb > t->io.n || (nb > quota_left(t->to_host_held, t->dir_quota) && t->to_host_held) ||
 	    (nb && rte_pktmbuf_alloc_bulk(t->conf.pool, t->io.mbufs, nb) != 0)) {
@@ -175,7 +186,7 @@ static int to_host_copy(struct conn_table *t, struct conn *c, const struct iovec
 		off += l;
 		left -= l;
 	}
-	/* An empty last piece ends the message queued before it, if there is one. */
+	/* The last piece ends the message: an empty one that of the piece before it. */
 	if (eom_flags && q->tail && (len || !(q->tail->packet_type & MQ_EOM)))
 		q->tail->packet_type |= eom_flags;
 	return 0;
@@ -265,7 +276,7 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 	 * Straight from guest memory when nothing is queued before it. A SEQPACKET message goes
 	 * out whole or not at all, so only a complete one (EOM, nothing of it queued) can.
 	 */
-	if (c->to_host.bytes == 0 && h->len > off && (!seq || eom)) {
+	if (c->to_host.nb == 0 && h->len > off && (!seq || eom)) {
 		ssize_t n = direct_write(t, c, p, cnt, off, h->len - off);
 
 		if (n < 0) {
@@ -276,7 +287,7 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 		c->fwd_cnt += (uint32_t)n;
 		t->stats.host_written_bytes += (uint64_t)n;
 	}
-	if (off < h->len || (seq && eom && c->to_host.bytes)) {
+	if (off < h->len || (seq && eom)) {
 		/* EOR too: a pipe's far side (another guest) hands it on as MSG_EOR. */
 		ret = to_host_copy(t, c, p, cnt, off, h->len - off,
 				   eom ? h->flags & (MQ_EOM | MQ_EOR) : 0);
@@ -290,7 +301,7 @@ static int guest_rw(struct conn_table *t, struct conn *c, const struct vsock_hdr
 		t->partial = NULL;
 	from_guest_count(t, c, h->len - done);
 	/* What was queued goes on as far as the host end takes it now. */
-	if (c->to_host.bytes && (c->ep.ev & EP_WRITABLE) && !conn_flush(t, c, &moved))
+	if (c->to_host.nb && (c->ep.ev & EP_WRITABLE) && !conn_flush(t, c, &moved))
 		return 0;
 	credit_check(t, c);
 	return 0;
@@ -580,7 +591,7 @@ static bool data_run(struct conn_table *t, const struct virtio_vsock_hdr *raw,
 	    h.dst_cid != VSOCK_HOST_CID || h.type != VIRTIO_VSOCK_TYPE_STREAM)
 		return false;
 	c = conn_lookup(t, h.src_port, h.dst_port, VSOCK_HOST_CID);
-	if (!c || c->state != CS_ESTABLISHED || c->type != h.type || c->to_host.bytes ||
+	if (!c || c->state != CS_ESTABLISHED || c->type != h.type || c->to_host.nb ||
 	    c == t->partial || (c->guest_shut & VIRTIO_VSOCK_SHUTDOWN_SEND))
 		return false;
 	/* A credit violation takes the slow path, which resets the connection. */
@@ -676,7 +687,7 @@ static unsigned int data_run_to_host(struct conn_table *t, const struct data_run
 	c->peer_buf_alloc = h.buf_alloc;
 	c->peer_fwd_cnt = h.fwd_cnt;
 	/* What a pipe's rte_ring or quota did not take was queued: it goes on as soon as it can. */
-	if (c->to_host.bytes && (c->ep.ev & EP_WRITABLE) && !conn_flush(t, c, &moved))
+	if (c->to_host.nb && (c->ep.ev & EP_WRITABLE) && !conn_flush(t, c, &moved))
 		return i;
 	credit_check(t, c);
 	data_update(t, c);
@@ -912,7 +923,8 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 		return 0;
 	}
 	t->stats.host_read_bytes += (uint64_t)got;
-	if (got == 0) {
+	/* A pipe's message end with no bytes before it in this read: an empty RW says it. */
+	if (got == 0 && !eom) {
 		data_update(t, c);	/* empty or ended: out of the line */
 		host_shutdown_check(t, c);
 		return 0;

@@ -277,7 +277,7 @@ static unsigned int conn_service(struct conn_table *t, struct conn *c)
 		conn_end(t, c);
 		return SERVED_WORK;
 	}
-	if (c->to_host.bytes && !conn_flush(t, c, &sent))
+	if (c->to_host.nb && !conn_flush(t, c, &sent))
 		return SERVED_WORK;
 	if (c->state != CS_ESTABLISHED)
 		return SERVED_WORK;

@@ -232,7 +232,8 @@ static inline ssize_t ep_writev(struct ep *e, struct ep_io *io, const struct iov
  * MQ_EOR marks in *@p eom, 0 otherwise; a message is never read with the next one. Clears
  * EP_READABLE when nothing more is waiting and sets EP_EOF at the end. Without
  * EP_CAP_READV: 0.
- * @return bytes read (0: nothing now, or the end), or -EIO: the connection is lost.
+ * @return bytes read (0: nothing now, the end, or with *@p eom set a message's end alone), or
+ *   -EIO: the connection is lost.
  */
 static inline ssize_t ep_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len,
 			       uint32_t *eom)
