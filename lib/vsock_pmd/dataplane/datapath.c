@@ -475,6 +475,28 @@ static inline bool dp_dev_quiet(struct dp_dev *dev)
 	}
 }
 
+bool dp_dev_cool(struct dp_dev *dev)
+{
+	/*
+	 * Only a device whose news all come with an event: a guest kick, a host socket in the
+	 * worker's set. A timer, a pipe (polled, it has no event) or anything queued keeps it
+	 * hot, so a cold device has no deadline to miss. What arrives on its incoming ring (a
+	 * guest or a native program opening a pipe to it) is found by the worker's sweep.
+	 */
+	if (dev->poll_busy || !dev->host_watched || dev->host_ready ||
+	    conn_table_idle(dev->conns) == CONN_BUSY)
+		return false;
+	if (!dp_dev_kicks_arm(dev))
+		return true;
+	dp_dev_kicks_disarm(dev);
+	return false;
+}
+
+bool dp_dev_news(struct dp_dev *dev)
+{
+	return !dp_dev_quiet(dev);
+}
+
 unsigned int dp_dev_poll(struct dp_dev *dev, struct dp_scratch *s)
 {
 	unsigned int work;

@@ -73,6 +73,15 @@ struct dp_dev {
 	 */
 	bool host_watched;
 	bool host_ready;
+	/*
+	 * Its worker's: the device is cold (polled only on news, its kicks asked for,
+	 * worker.c), whether it may be, its place in the worker's list of hot devices while it is not, and the
+	 * last round it did work.
+	 */
+	bool cold;
+	bool kicks_watched;	/* its kick eventfds are in the worker's set of news */
+	uint16_t hot_slot;
+	uint64_t busy_tsc;
 	uint64_t host_epoll_tsc;	/* last socket readiness check */
 	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */
 	/*
@@ -138,6 +147,17 @@ bool dp_dev_host_prompt(const struct dp_dev *dev);
 
 /** Polling again: the guest need not kick us. */
 void dp_dev_kicks_disarm(struct dp_dev *dev);
+
+/**
+ * Whether @p dev, idle, may stop being polled every round: nothing of its own to do (no
+ * timer, no pipe, nothing pending), and the guest asked to kick each ring a buffer would
+ * give work to (dp_dev_kicks_arm(), which found none meanwhile). On false its kicks are
+ * off again.
+ */
+bool dp_dev_cool(struct dp_dev *dev);
+
+/** Whether a cold @p dev has news its kicks and host sockets do not announce (a sweep). */
+bool dp_dev_news(struct dp_dev *dev);
 
 /**
  * A device created with no frontend: @p burst packets per burst, nothing polled yet.

@@ -54,6 +54,31 @@ enum worker_op { WORKER_ATTACH, WORKER_DETACH, WORKER_RUN };
  */
 #define BACKOFF_MAX_PAUSES 1024u
 
+/*
+ * Devices with news. A quiet device still costs each round a few cache lines (its
+ * connection table's, its own, its ring's avail index): with hundreds of idle VMs on one
+ * lcore those rounds are what an active VM waits for. So a device that found no work for
+ * COLD_AFTER_US, far longer than a round, goes cold: the guest is asked to kick its rings
+ * (dp_dev_cool(), the enable-fence-look-again pattern), and the round skips it. Its kick
+ * eventfds are in the worker's host_epfd beside its host sockets, so the one epoll_wait
+ * of host_events() tells which cold devices have news; those go hot again, their kicks
+ * off. The kick eventfds are there edge-triggered from attach to detach, whatever the
+ * device's state: in poll mode nobody drains them but the statistics, and each kick is an
+ * edge, so a counter left high neither hides a kick nor wakes a device that had none;
+ * adding them at each cooling would cost two syscalls and report stale counts at once.
+ * A cold device has no timer and no pipe connection (dp_dev_cool()), so no deadline waits
+ * for it. What comes with no event, a pipe another guest or a native program opens to it,
+ * or a kick whose eventfd a read drained before epoll reported it (the statistics in poll
+ * mode; the sleeping worker, which tells it itself), is found by a sweep of the cold
+ * devices every COLD_SWEEP_US: it waits that long at most, and nothing waits forever.
+ */
+#define COLD_AFTER_US 200
+#define COLD_SWEEP_US 1000
+/* host_epfd events: the device, tagged with what spoke. */
+#define NEWS_HOST 0u
+#define NEWS_KICK 1u
+#define NEWS_TAGS 1u
+
 /* One request to the worker: a device to take or drop, or a function to run between polls. */
 struct worker_req {
 	enum worker_op op;
@@ -76,6 +101,10 @@ struct worker {
 	/* Worker-private; the counters are read by the control side (aligned 64-bit loads). */
 	struct dp_dev *devs[WORKER_MAX_DEVS] __rte_cache_aligned;
 	unsigned int nb_devs;
+	/* The devices a round polls: every one that is not cold (dp_dev.hot_slot). */
+	struct dp_dev *hot[WORKER_MAX_DEVS];
+	unsigned int nb_hot;
+	uint64_t sweep_tsc;	/* last look at every cold device */
 	struct dp_scratch *scratch;
 	uint32_t seen_seq;
 	struct worker_stats stats;
@@ -86,8 +115,10 @@ struct worker {
 	 */
 	int host_epfd;
 	uint64_t host_tsc;	/* last host_events() */
+	uint64_t now;		/* TSC at the start of this round */
 	uint64_t host_interval;	/* TSC cycles between them while every device is busy */
-	bool idle_seen;		/* a device with socket connections found no work last round */
+	/* Last round, a device with socket connections found no work, or none with cold ones. */
+	bool idle_seen;
 	int wake_fd;		/* eventfd the control side writes after a request or stop */
 	/* Adaptive mode: TSC at the first round without work since the last busy one, or 0. */
 	uint64_t idle_since;
@@ -106,6 +137,7 @@ static struct worker *workers[RTE_MAX_LCORE];
 static unsigned int nb_workers;
 static enum vsock_pmd_wait_mode wait_mode;
 static uint64_t idle_cycles;	/* adaptive: idle time before the backoff, and its length */
+static uint64_t cold_cycles, sweep_cycles;	/* COLD_AFTER_US, COLD_SWEEP_US */
 
 void workers_set_wait_mode(enum vsock_pmd_wait_mode mode, unsigned int idle_us)
 {
@@ -141,17 +173,24 @@ static void watch_dev(struct worker *w, struct dp_dev *dev, int op)
 }
 
 /*
- * Watch (EPOLL_CTL_ADD) or stop watching (EPOLL_CTL_DEL) @p dev's host sockets in the worker's
- * host set. A device that cannot be watched asks the kernel itself (dp_dev_poll()).
+ * Watch (EPOLL_CTL_ADD) or stop watching (EPOLL_CTL_DEL) @p dev's host sockets and kick
+ * eventfds in the worker's set of news. A device whose sockets cannot be watched asks the
+ * kernel itself (dp_dev_poll()); one whose kicks cannot be is never cold.
  */
 static void watch_host(struct worker *w, struct dp_dev *dev, int op)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = dev };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uintptr_t)dev | NEWS_HOST };
+	struct epoll_event kick = { .events = EPOLLIN | EPOLLET,
+				    .data.u64 = (uintptr_t)dev | NEWS_KICK };
+	uint16_t q;
 
 	if (op == EPOLL_CTL_DEL) {
 		if (dev->host_watched)
 			epoll_ctl(w->host_epfd, op, conn_table_epoll_fd(dev->conns), &ev);
+		for (q = 0; dev->kicks_watched && q < VSOCK_NR_VQ; q++)
+			epoll_ctl(w->host_epfd, op, dev->kick_fd[q], &kick);
 		dev->host_watched = false;
+		dev->kicks_watched = false;
 		return;
 	}
 	dev->host_ready = true;	/* whatever came before the attach */
@@ -160,39 +199,133 @@ static void watch_host(struct worker *w, struct dp_dev *dev, int op)
 		VSOCK_LOG(ERR, "lcore %u: VM cid %" PRIu64 ": cannot watch its host sockets (%s); "
 			  "it asks for their events every round", w->lcore_id, dev->cid,
 			  strerror(errno));
+	for (q = 0; q < VSOCK_NR_VQ; q++) {
+		if (dev->kick_fd[q] < 0 || epoll_ctl(w->host_epfd, op, dev->kick_fd[q], &kick) < 0)
+			break;
+	}
+	dev->kicks_watched = q == VSOCK_NR_VQ;
+	while (!dev->kicks_watched && q-- > 0)
+		epoll_ctl(w->host_epfd, EPOLL_CTL_DEL, dev->kick_fd[q], &kick);
+}
+
+/* A cold device had news: polled every round again, the guest need not kick. */
+static void dev_warm(struct worker *w, struct dp_dev *dev)
+{
+	if (!dev->cold)
+		return;
+	dev->cold = false;
+	dp_dev_kicks_disarm(dev);
+	dev->busy_tsc = w->now;
+	dev->hot_slot = (uint16_t)w->nb_hot;
+	w->hot[w->nb_hot++] = dev;
+}
+
+/* Off the hot list (the device at its end takes its slot). */
+static void hot_remove(struct worker *w, struct dp_dev *dev)
+{
+	struct dp_dev *last = w->hot[--w->nb_hot];
+
+	w->hot[dev->hot_slot] = last;
+	last->hot_slot = dev->hot_slot;
 }
 
 /*
- * Which devices have host socket events: one epoll_wait for all of them, where each idle
- * device would make its own. Asked at the start of every round after one in which a
- * device with socket connections was idle (their bytes should not wait), else every
- * host_interval, as a busy device asks (dp_dev_poll()). An inner set stays readable while
- * it holds events, so a device that took only part of them is told again.
+ * Every COLD_SWEEP_US, every cold device is looked at as a round would (dp_dev_news()):
+ * what announces itself with no event (a pipe on its incoming ring) waits that long at most.
+ */
+static void sweep_cold(struct worker *w)
+{
+	unsigned int i;
+
+	if (w->nb_hot == w->nb_devs || w->now - w->sweep_tsc < sweep_cycles)
+		return;
+	w->sweep_tsc = w->now;
+	for (i = 0; i < w->nb_devs; i++)
+		if (w->devs[i]->cold && dp_dev_news(w->devs[i]))
+			dev_warm(w, w->devs[i]);
+}
+
+/*
+ * Which devices have host socket events, and which cold ones a guest kicked: one epoll_wait
+ * for all of them, where each idle device would make its own. Asked at the start of every
+ * round after one in which a device with socket connections was idle (their bytes should
+ * not wait), or with cold devices one without work, else every host_interval, as a busy
+ * device asks (dp_dev_poll()). An inner set stays readable while it holds events, so a
+ * device that took only part of them is told again.
  */
 static void host_events(struct worker *w)
 {
-	struct epoll_event ev[WORKER_MAX_DEVS];
-	uint64_t now;
+	struct epoll_event ev[WORKER_MAX_DEVS * (1 + VSOCK_NR_VQ)];
 	int i, n;
 
 	if (!w->idle_seen) {
-		now = rte_get_tsc_cycles();
-		if (now - w->host_tsc < w->host_interval)
+		if (w->now - w->host_tsc < w->host_interval)
 			return;
-		w->host_tsc = now;
+		w->host_tsc = w->now;
 	}
 	w->idle_seen = false;
 	n = epoll_wait(w->host_epfd, ev, RTE_DIM(ev), 0);
-	for (i = 0; i < n; i++)
-		((struct dp_dev *)ev[i].data.ptr)->host_ready = true;
+	for (i = 0; i < n; i++) {
+		uint64_t data = ev[i].data.u64;
+		struct dp_dev *dev = (void *)(uintptr_t)(data & ~(uint64_t)NEWS_TAGS);
+
+		if ((data & NEWS_TAGS) == NEWS_HOST)
+			dev->host_ready = true;
+		dev_warm(w, dev);
+	}
 }
 
-/* One device's round; an idle one with socket connections has the next round ask the kernel. */
-static inline unsigned int poll_dev(struct worker *w, struct dp_dev *dev)
+/*
+ * One device's round; an idle one with socket connections has the next round ask the kernel.
+ * One idle for COLD_AFTER_US goes cold if it may. @return whether it stays hot.
+ */
+static inline bool poll_dev(struct worker *w, struct dp_dev *dev, unsigned int *work)
 {
-	unsigned int work = dp_dev_poll(dev, w->scratch);
+	unsigned int n = dp_dev_poll(dev, w->scratch);
 
-	w->idle_seen |= work == 0 && dp_dev_host_prompt(dev);
+	*work += n;
+	if (n) {
+		dev->busy_tsc = w->now;
+		return true;
+	}
+	w->idle_seen |= dp_dev_host_prompt(dev);
+	if (likely(w->now - dev->busy_tsc < cold_cycles))
+		return true;
+	/* Not now: try again after as long (a timer or a pipe may keep it for a while). */
+	dev->busy_tsc = w->now;
+	if (!dev->kicks_watched || !dp_dev_cool(dev))
+		return true;
+	dev->cold = true;
+	hot_remove(w, dev);
+	return false;
+}
+
+/* Packets the device's rings completed so far, for cycles per packet. */
+static inline uint64_t dp_dev_packets(const struct dp_dev *dev)
+{
+	return dev->vq[VSOCK_VQ_RX].stats.completed + dev->vq[VSOCK_VQ_TX].stats.completed;
+}
+
+/* A round over the hot devices; @p pkts counts their packets unless NULL. */
+static unsigned int poll_hot(struct worker *w, uint64_t *pkts)
+{
+	unsigned int i = 0, work = 0;
+
+	w->now = rte_get_tsc_cycles();
+	host_events(w);
+	sweep_cold(w);
+	while (i < w->nb_hot) {
+		struct dp_dev *dev = w->hot[i];
+		uint64_t before = pkts ? dp_dev_packets(dev) : 0;
+		bool hot = poll_dev(w, dev, &work);
+
+		if (pkts)
+			*pkts += dp_dev_packets(dev) - before;
+		/* A device that went cold left its slot to the last one: poll that one now. */
+		i += hot;
+	}
+	/* The cold devices' kicks are worth the kernel's time as soon as the worker idles. */
+	w->idle_seen |= work == 0 && w->nb_hot != w->nb_devs;
 	return work;
 }
 
@@ -223,6 +356,11 @@ static void apply_request(struct worker *w, const struct worker_req *req)
 	case WORKER_ATTACH:
 		RTE_VERIFY(w->nb_devs < WORKER_MAX_DEVS);
 		w->devs[w->nb_devs++] = req->dev;
+		/* Hot: its rings were loaded with kicks off (vsock_dev_load_rings()). */
+		req->dev->cold = false;
+		req->dev->busy_tsc = rte_get_tsc_cycles();
+		req->dev->hot_slot = (uint16_t)w->nb_hot;
+		w->hot[w->nb_hot++] = req->dev;
 		watch_host(w, req->dev, EPOLL_CTL_ADD);
 		if (workers_may_sleep())
 			watch_dev(w, req->dev, EPOLL_CTL_ADD);
@@ -231,6 +369,13 @@ static void apply_request(struct worker *w, const struct worker_req *req)
 		for (i = 0; i < w->nb_devs; i++) {
 			if (w->devs[i] == req->dev) {
 				w->devs[i] = w->devs[--w->nb_devs];
+				/* Leaves as it came: hot, kicks off, nothing in our sets. */
+				if (req->dev->cold) {
+					req->dev->cold = false;
+					dp_dev_kicks_disarm(req->dev);
+				} else {
+					hot_remove(w, req->dev);
+				}
 				watch_host(w, req->dev, EPOLL_CTL_DEL);
 				if (workers_may_sleep())
 					watch_dev(w, req->dev, EPOLL_CTL_DEL);
@@ -258,25 +403,12 @@ static inline void serve_mailbox(struct worker *w)
 	__atomic_store_n(&w->ack_seq, seq, __ATOMIC_RELEASE);
 }
 
-/* Packets the device's rings completed so far, for cycles per packet. */
-static inline uint64_t dp_dev_packets(const struct dp_dev *dev)
-{
-	return dev->vq[VSOCK_VQ_RX].stats.completed + dev->vq[VSOCK_VQ_TX].stats.completed;
-}
-
 /* One round with its cost measured: only while record-core-cycles is on. */
 static unsigned int poll_round_timed(struct worker *w)
 {
 	uint64_t start = rte_rdtsc(), pkts = 0, cycles;
-	unsigned int i, work = 0;
+	unsigned int work = poll_hot(w, &pkts);
 
-	host_events(w);
-	for (i = 0; i < w->nb_devs; i++) {
-		uint64_t before = dp_dev_packets(w->devs[i]);
-
-		work += poll_dev(w, w->devs[i]);
-		pkts += dp_dev_packets(w->devs[i]) - before;
-	}
 	cycles = rte_rdtsc() - start;
 	w->stats.cycles += cycles;
 	if (work) {
@@ -308,6 +440,7 @@ static void worker_sleep_timed_out(struct worker *w)
 			dev->stats.kicks[VSOCK_VQ_TX] += v;	/* its only writer, as below */
 		else
 			w->stats.lost_kicks++;
+		dev_warm(w, dev);	/* as below */
 	}
 }
 
@@ -324,8 +457,9 @@ static void worker_sleep(struct worker *w)
 	unsigned int i;
 	int n;
 
-	for (i = 0; i < w->nb_devs; i++)
-		ready |= dp_dev_kicks_arm(w->devs[i]);
+	/* A cold device's kicks are on already. */
+	for (i = 0; i < w->nb_hot; i++)
+		ready |= dp_dev_kicks_arm(w->hot[i]);
 	/*
 	 * Pipe connections have no kick: announce the sleep, then look at every one of them
 	 * once more. A far side that changes one after this look finds the announcement and
@@ -334,14 +468,29 @@ static void worker_sleep(struct worker *w)
 	__atomic_store_n(&w->waker.sleeping, 1, __ATOMIC_RELAXED);
 	/* Full fence (store->load): pairs with the one in ep_wake(). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	for (i = 0; i < w->nb_devs; i++)
-		ready |= conn_pipes_sweep(w->devs[i]->conns) != 0;
+	for (i = 0; i < w->nb_devs; i++) {
+		struct dp_dev *dev = w->devs[i];
+
+		if (conn_pipes_sweep(dev->conns) == 0)
+			continue;
+		ready = true;
+		/* Something to do for it now (a pipe accepted): no sleep, the next round polls it. */
+		dev_warm(w, dev);
+	}
 	/* A request posted after this load also writes wake_fd, which ends the wait. */
 	if (!ready && __atomic_load_n(&w->req_seq, __ATOMIC_ACQUIRE) == w->seen_seq &&
 	    !__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
 		n = epoll_wait(w->epfd, ev, WAIT_EVENTS, WAIT_TIMEOUT_MS);
-		if (n == 0)
+		if (n == 0) {
 			worker_sleep_timed_out(w);
+			/*
+			 * Nothing for a whole timeout: the lcore is idle, so cold devices cost no
+			 * one anything while hot. The next sleep asks each guest for kicks again
+			 * (dp_dev_kicks_arm()), as every sleep did before devices went cold.
+			 */
+			for (i = 0; i < w->nb_devs; i++)
+				dev_warm(w, w->devs[i]);
+		}
 		for (i = 0; n > 0 && i < (unsigned int)n; i++) {
 			uint64_t data = ev[i].data.u64;
 			struct dp_dev *dev = (void *)(uintptr_t)(data & ~(uint64_t)WAIT_TAGS);
@@ -354,15 +503,21 @@ static void worker_sleep(struct worker *w)
 			if (read(dev ? dev->kick_fd[tag] : w->wake_fd, &v, sizeof(v)) != sizeof(v))
 				continue;
 			/* This worker is the counters' only writer (dp_stats.kicks, wakeups). */
-			if (dev)
+			/*
+			 * Drained, the eventfd no longer reports its edge in host_epfd (epoll
+			 * looks at a file again before it reports it): the kick is told here.
+			 */
+			if (dev) {
 				dev->stats.kicks[tag] += v;
-			else
+				dev_warm(w, dev);
+			} else {
 				w->stats.wakeups++;
+			}
 		}
 	}
 	__atomic_store_n(&w->waker.sleeping, 0, __ATOMIC_RELAXED);
-	for (i = 0; i < w->nb_devs; i++)
-		dp_dev_kicks_disarm(w->devs[i]);
+	for (i = 0; i < w->nb_hot; i++)
+		dp_dev_kicks_disarm(w->hot[i]);
 }
 
 /*
@@ -402,7 +557,7 @@ static int worker_loop(void *arg)
 
 	VSOCK_LOG(INFO, "lcore %u polling", w->lcore_id);
 	while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
-		unsigned int i, work = 0;
+		unsigned int work;
 
 		serve_mailbox(w);
 		/* Paused: the rings keep their descriptors, the mailbox is still served. */
@@ -410,13 +565,10 @@ static int worker_loop(void *arg)
 			rte_pause();
 			continue;
 		}
-		if (unlikely(__atomic_load_n(&w->record_cycles, __ATOMIC_RELAXED))) {
+		if (unlikely(__atomic_load_n(&w->record_cycles, __ATOMIC_RELAXED)))
 			work = poll_round_timed(w);
-		} else {
-			host_events(w);
-			for (i = 0; i < w->nb_devs; i++)
-				work += poll_dev(w, w->devs[i]);
-		}
+		else
+			work = poll_hot(w, NULL);
 		w->stats.polls++;
 		if (work)
 			w->stats.busy_polls++;
@@ -553,6 +705,8 @@ int workers_start(void)
 		w->epfd = epoll_create1(EPOLL_CLOEXEC);
 		w->host_epfd = epoll_create1(EPOLL_CLOEXEC);
 		w->host_interval = rte_get_tsc_hz() / 1000000 * DP_HOST_EPOLL_BUSY_US;
+		cold_cycles = rte_get_tsc_hz() / 1000000 * COLD_AFTER_US;
+		sweep_cycles = rte_get_tsc_hz() / 1000000 * COLD_SWEEP_US;
 		w->idle_seen = true;
 		if (w->wake_fd < 0 || w->epfd < 0 || w->host_epfd < 0 ||
 		    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd,
