@@ -385,6 +385,13 @@ void vfe_vq_publish(struct vfe_vq *vq);
 /** Whether the device asked to be kicked for what was published since. */
 bool vfe_vq_kick_needed(struct vfe_vq *vq);
 
+/**
+ * Whether the device asks to be kicked for the next buffer published (split: avail_event at
+ * avail_idx, or no NO_NOTIFY flag without EVENT_IDX; packed: any event flag but DISABLE). A
+ * polling device that asks has stopped polling this ring until the kick.
+ */
+bool vfe_vq_kicks_asked(const struct vfe_vq *vq);
+
 /** Signal the kick eventfd. */
 int vfe_vq_kick(struct vfe_vq *vq);
 

@@ -306,6 +306,17 @@ void vfe_vq_set_used_event(struct vfe_vq *vq, uint16_t idx)
 	__atomic_store_n(&vq->avail->ring[vq->num], htole16(idx), __ATOMIC_RELAXED);
 }
 
+bool vfe_vq_kicks_asked(const struct vfe_vq *vq)
+{
+	if (vq->packed)
+		return le16toh(__atomic_load_n(&vq->device_event->flags, __ATOMIC_RELAXED)) !=
+		       VRING_PACKED_EVENT_FLAG_DISABLE;
+	if (vq->event_idx)
+		return vfe_vq_avail_event(vq) == vq->avail_idx;
+	return !(le16toh(__atomic_load_n(&vq->used->flags, __ATOMIC_RELAXED)) &
+		 VRING_USED_F_NO_NOTIFY);
+}
+
 uint16_t vfe_vq_avail_event(const struct vfe_vq *vq)
 {
 	if (vq->packed)

@@ -92,6 +92,99 @@ static long native_send(int h, size_t off, size_t len)
 	return native_io_send(h, mp, pat + off, len, CHUNK);
 }
 
+/*
+ * Idle: neither the guest nor the program does anything for COLD_MS, far longer than the
+ * worker waits before it stops polling an idle VM's rings (worker.c). In poll mode a
+ * polling device never asks for kicks; one that did has stopped polling the ring.
+ */
+#define COLD_MS 300
+
+static bool go_cold(void)
+{
+	const struct timespec t = { .tv_nsec = COLD_MS * 1000000L };
+	const struct timespec pause = { .tv_nsec = 1000000 };
+
+	nanosleep(&t, NULL);
+	return POLL_WAIT(vfe_vq_kicks_asked(&v.vq[VFE_VSOCK_TX]), WAIT_MS,
+			 nanosleep(&pause, NULL));
+}
+
+/* @p len bytes of pat from @p off: program -> guest on (h, gc), checked at the guest. */
+static bool to_guest_ok(int h, struct vfe_guest_conn *gc, size_t off, size_t len)
+{
+	static uint8_t got[65536];
+	size_t sent = 0, rcvd = 0;
+	long rc;
+
+	WAIT(((sent < len && (rc = native_send(h, off + sent, len - sent)) > 0 ?
+	       sent += (size_t)rc : 0),
+	      rcvd += vfe_guest_recv(&g, gc, got + rcvd, sizeof(got) - rcvd), rcvd >= len),
+	     WAIT_MS);
+	return rcvd == len && memcmp(got, pat + off, len) == 0;
+}
+
+/* @p len bytes of pat from @p off: guest -> program on (gc, h), checked at the program. */
+static bool to_program_ok(int h, struct vfe_guest_conn *gc, size_t off, size_t len)
+{
+	static uint8_t got[65536];
+	size_t sent = 0, rcvd = 0;
+
+	WAIT((sent += (size_t)RTE_MAX(vfe_guest_send(&g, gc, pat + off + sent, len - sent), 0L),
+	      native_io_recv(h, got, &rcvd, sizeof(got), NULL), rcvd >= len), WAIT_MS);
+	return rcvd == len && memcmp(got, pat + off, len) == 0;
+}
+
+/* The guest shuts down, the program reads the end of the stream and closes. */
+static bool cold_close(int h, struct vfe_guest_conn *gc)
+{
+	bool ok;
+
+	vfe_guest_shutdown(&g, gc, VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND);
+	ok = WAIT(vsock_native_recv_burst(h, (struct rte_mbuf *[1]){ NULL }, 1) == -ESHUTDOWN,
+		  WAIT_MS);
+	ok &= vsock_native_close(h) == 0 && WAIT(gc->state == VFE_GC_CLOSED, WAIT_MS);
+	vfe_guest_release(&g, gc);
+	return ok;
+}
+
+/*
+ * A VM idle long enough that its worker stopped polling its rings: the program's connect
+ * (a pipe on the VM's incoming ring, no kick, no socket) and the guest's (a kick) both go
+ * through, and bytes flow both ways intact on each.
+ */
+static void test_cold(void)
+{
+	struct vfe_guest_conn *gc = NULL;
+	int l, h = -EAGAIN;
+
+	vfe_guest_listen(&g, 6010, true);
+	tap_ok(go_cold(), "cold: after %d ms idle the VM asks the guest for tx kicks", COLD_MS);
+	h = vsock_native_connect(CID, 6010, VSOCK_NATIVE_STREAM);
+	tap_ok(h >= 0 && WAIT((gc = vfe_guest_accept(&g)) != NULL, WAIT_MS) &&
+	       WAIT(vsock_native_state(h) == VSOCK_NATIVE_ESTABLISHED, WAIT_MS),
+	       "cold: a program connects to the guest (%d)", h);
+	if (gc) {
+		tap_ok(to_guest_ok(h, gc, 7, 50000) && to_program_ok(h, gc, 11, 50000),
+		       "cold: 50000 bytes each way on it, intact");
+		tap_ok(cold_close(h, gc), "cold: it closes");
+	}
+	vfe_guest_listen(&g, 6010, false);
+
+	l = vsock_native_listen(CID, 5010);
+	tap_ok(l >= 0 && go_cold(), "cold: idle again with a program listening");
+	gc = vfe_guest_connect(&g, 5010, VIRTIO_VSOCK_TYPE_STREAM);
+	h = -EAGAIN;
+	tap_ok(gc && WAIT((h = vsock_native_accept(l)) != -EAGAIN, WAIT_MS) && h >= 0 &&
+	       WAIT(gc->state == VFE_GC_ESTABLISHED, WAIT_MS),
+	       "cold: the guest connects to the program (%d)", h);
+	if (gc && h >= 0) {
+		tap_ok(to_program_ok(h, gc, 13, 50000) && to_guest_ok(h, gc, 17, 50000),
+		       "cold: 50000 bytes each way on it, intact");
+		tap_ok(cold_close(h, gc), "cold: it closes");
+	}
+	vsock_native_listen_close(l);
+}
+
 static void test_misuse_unstarted(void)
 {
 	struct rte_mbuf *m = NULL;
@@ -850,6 +943,7 @@ int main(int argc, char **argv)
 	test_listener_close_race();
 	test_misuse();
 	test_h2g_direct();
+	test_cold();
 	tap_ok(g.errors == 0, "every packet the guest got follows the protocol (%lu: %s)",
 	       (unsigned long)g.errors, g.err);
 	test_guest_gone();

@@ -9,7 +9,10 @@
  *   1. guest 3 -> guest 4 (across lcores), and guest 5 -> a host program;
  *   2. guest 4 -> guest 3, and a host program -> guest 5 (CONNECT line);
  *   3. connections whose sender stalled on credit before the quiet (guest 4 and the host
- *      program not reading), read after it.
+ *      program not reading), read after it;
+ *   4. a host program's connect to guest 5, which does not answer: the app's connect timeout.
+ * After each quiet every VM's worker asks its guest for kicks: in poll mode, that it stopped
+ * polling the VM's rings (cold devices, worker.c), which the rounds then wake.
  * Every connection carries checked pattern bytes both ways and closes cleanly; no timeout
  * and no reset is counted anywhere. The app's wait mode comes from $VSOCK_WAIT_MODE (poll,
  * adaptive, notify), the ring layout from $VFE_RING.
@@ -257,6 +260,22 @@ static void conns_check(struct conn *c, unsigned int n, const char *round)
 	tap_ok(WAIT(tables_empty(), WAIT_MS), "%s: every table empty again", round);
 }
 
+/*
+ * Whether every guest's tx ring asks for kicks after the quiet. A polling worker asks only
+ * for a VM it stopped polling (worker.c: cold devices); a sleeping one asks anyway.
+ */
+static bool all_cold(void)
+{
+	const struct timespec pause = { .tv_nsec = 1000000 };
+	unsigned int i;
+	bool ok = true;
+
+	for (i = 0; i < 3; i++)
+		ok &= POLL_WAIT(vfe_vq_kicks_asked(&vms[i].e.v.vq[VFE_VSOCK_TX]), WAIT_MS,
+				nanosleep(&pause, NULL));
+	return ok;
+}
+
 /* ---- the rounds ---- */
 
 static void round_first(void)
@@ -268,6 +287,7 @@ static void round_first(void)
 
 	vfe_guest_listen(&vm4->e.g, 6100, true);
 	quiet();
+	tap_ok(all_cold(), "%s: every VM's worker asks its guest for kicks", r);
 	g2g_start(&c[0], "guest 3 -> guest 4", vm3, vm4, 6100);
 	g2h_start(&c[1], "guest 5 -> host", vm5, 6200);
 	ok[0] = g2g_finish(&c[0]);
@@ -292,6 +312,7 @@ static void round_second(void)
 	vfe_guest_listen(&vm3->e.g, 6101, true);
 	vfe_guest_listen(&vm5->e.g, 6201, true);
 	quiet();
+	tap_ok(all_cold(), "%s: every VM's worker asks its guest for kicks", r);
 	g2g_start(&c[0], "guest 4 -> guest 3", vm4, vm3, 6101);
 	h2g_start(&c[1], "host -> guest 5", vm5, 6201);
 	ok[0] = g2g_finish(&c[0]);
@@ -338,6 +359,32 @@ static void round_credit(void)
 out:
 	close(lfd);
 	vfe_guest_listen(&vm4->e.g, 6102, false);
+}
+
+/*
+ * A timer after quiet: a host program connects to guest 5, which is not polled and never
+ * answers. The app's connect timeout must reset the connection, whose host socket ends.
+ * @return whether it did.
+ */
+static bool round_timeout(void)
+{
+	const char *r = "timeout after quiet";
+	const struct timespec pause = { .tv_nsec = 1000000 };
+	char b;
+	int fd;
+	bool ok;
+
+	quiet();
+	tap_ok(all_cold(), "%s: every VM's worker asks its guest for kicks", r);
+	fd = dp_host_connect(&vm5->e, 6203);
+	ok = fd >= 0 && POLL_WAIT(read(fd, &b, 1) == 0 || (errno != EAGAIN && errno != EINTR),
+				  WAIT_MS, nanosleep(&pause, NULL));
+	tap_ok(ok, "%s: a connect guest 5 never answers ends at the app's timeout", r);
+	if (fd >= 0)
+		close(fd);
+	/* The guest reads the request late and answers it; nothing is left of it after. */
+	tap_ok(WAIT(tables_empty(), WAIT_MS), "%s: every table empty again", r);
+	return ok;
 }
 
 /* ---- the app and the guests ---- */
@@ -412,11 +459,16 @@ int main(void)
 		round_first();
 		round_second();
 		round_credit();
+		/* Its one timeout is a reset too. */
+		if (round_timeout()) {
+			timeouts[2]++;
+			resets[2]++;
+		}
 	}
 	for (i = 0; i < 3; i++) {
 		tap_ok(vm_u64(&vms[i], "/vsock/stats", "errors.conn_timeout") == timeouts[i] &&
 		       vm_u64(&vms[i], "/vsock/stats", "conns_reset") == resets[i],
-		       "VM %u counted no timeout and no reset", vms[i].cid);
+		       "VM %u counted no timeout and no reset but round_timeout()'s", vms[i].cid);
 		tap_ok(vms[i].e.g.errors == 0 && vms[i].shim.errors == 0,
 		       "guest %u: every packet followed the protocol and came from the right CID "
 		       "(%s)", vms[i].cid, vms[i].e.g.err);
