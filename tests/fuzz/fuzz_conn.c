@@ -408,13 +408,14 @@ static unsigned int list_count(const struct conn_list *l, const struct conn *c, 
 
 #define ON(list, c, field) list_count(&S.t->list, c, offsetof(struct conn, field.tqe_next))
 
-static void check_mq(const struct mq *q)
+/* Every mbuf holds bytes, but a SEQPACKET message's end that came alone (@p marks). */
+static void check_mq(const struct mq *q, bool marks)
 {
 	const struct rte_mbuf *m, *last = NULL;
 	uint32_t bytes = 0, nb = 0;
 
 	for (m = q->head; m; m = m->next) {
-		CHECK(m->data_len > 0);
+		CHECK(m->data_len > 0 || (marks && (m->packet_type & MQ_EOM)));
 		bytes += m->data_len;
 		nb++;
 		last = m;
@@ -443,8 +444,8 @@ static void check_conn(const struct conn *c, uint32_t *to_guest_nb, uint32_t *to
 		      c->to_guest.nb == 0);
 		return;
 	}
-	check_mq(&c->to_host);
-	check_mq(&c->to_guest);
+	check_mq(&c->to_host, c->type == VIRTIO_VSOCK_TYPE_SEQPACKET);
+	check_mq(&c->to_guest, false);
 	*to_guest_nb += c->to_guest.nb;
 	*to_host_nb += c->to_host.nb + (open && c->ep.kind == EP_PIPE ? c->ep.held : 0);
 	CHECK(!!(c->lists & L_CTL) == (c->ctl_pending != 0));
