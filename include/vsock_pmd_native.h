@@ -129,7 +129,8 @@ int vsock_native_info(int conn, struct vsock_native_info *info);
 /**
  * Hand up to @p n mbufs to the guest; those taken belong to the library (freed once copied
  * into the guest), the rest stay the caller's. Any mbuf (chain) is fine: a stream sends its
- * bytes, a seqpacket connection sends each mbuf chain as one message.
+ * bytes, a seqpacket connection sends each mbuf chain as one message (an mbuf of no bytes:
+ * an empty message).
  *
  * @return mbufs taken: fewer than @p n (0 included) when the connection's ring is full,
  *   which is the guest's backpressure: try again later. Or -ENOTCONN (still connecting),
@@ -140,7 +141,8 @@ int vsock_native_send_burst(int conn, struct rte_mbuf **pkts, uint16_t n);
 
 /**
  * Take up to @p n mbufs the guest sent. A stream's mbufs are single segments in stream order;
- * a seqpacket connection returns one mbuf chain per whole message. The caller frees them.
+ * a seqpacket connection returns one mbuf chain per whole message (of no bytes: an empty
+ * message). The caller frees them.
  * Taking them is what returns credit to the guest.
  *
  * @return mbufs stored: 0 when nothing is there yet; -ESHUTDOWN once everything the guest
