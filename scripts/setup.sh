@@ -10,6 +10,7 @@ PACKAGES=(
 	clang libclang-rt-14-dev python3-matplotlib libyaml-dev
 	libsystemd-dev systemd debhelper dpkg-dev kmod
 	python3-prometheus-client prometheus
+	valgrind stress-ng
 )
 # Hugepages to reserve (2 MiB each) for runs that do not pass --no-huge.
 HUGEPAGES=${VSOCK_HUGEPAGES:-512}
