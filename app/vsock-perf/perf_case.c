@@ -369,8 +369,7 @@ void perf_case_busy_only(struct perf_run *run, struct result *r)
 	 * The device idle since the window went cold (the worker no longer polls it): a kick
 	 * with nothing new brings it back for the idle rounds this dump is for.
 	 */
-	if (write(run->env.dp.g.v->vq[VFE_VSOCK_TX].kick_fd, &(uint64_t){ 1 }, sizeof(uint64_t))
-	    < 0)
+	if (vfe_vq_kick(&run->env.dp.g.v->vq[VFE_VSOCK_TX]) < 0)
 		return;
 	usleep(300000);
 	perf_cg_cmd(run, "-d");
