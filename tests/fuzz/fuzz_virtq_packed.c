@@ -53,6 +53,13 @@ struct mpos {
 	bool wrap;
 };
 
+/* A completion the model will publish, as the driver must then see it. */
+struct model_used {
+	uint16_t id;
+	uint16_t ndescs;
+	uint32_t len;
+};
+
 struct fuzz {
 	struct virtq vq;
 	struct fguest g;
@@ -83,7 +90,7 @@ struct fuzz {
 	uint64_t since_signal;	/* descriptors published since the last decision */
 	uint32_t cycle_budget;
 	uint32_t pending_n;
-	struct virtq_packed_used pending[VIRTQ_SHADOW_MAX];
+	struct model_used pending[VIRTQ_SHADOW_MAX];
 	struct virtq_stats stats;
 
 	struct outlist ol;
@@ -244,7 +251,7 @@ static void model_publish(void)
 		return;
 	for (i = 0; i < F.pending_n; i++) {
 		struct vring_packed_desc *d = &F.ring_model[F.last_used.idx];
-		const struct virtq_packed_used *e = &F.pending[i];
+		const struct model_used *e = &F.pending[i];
 
 		d->id = htole16(e->id);
 		d->len = htole32(e->len);
@@ -302,7 +309,7 @@ static uint16_t do_dequeue(uint16_t max)
 
 static void complete_one(const struct virtq_chain *c, uint32_t len)
 {
-	struct virtq_packed_used *e = &F.pending[F.pending_n++];
+	struct model_used *e = &F.pending[F.pending_n++];
 
 	virtq_packed_complete(&F.vq, c->head, c->ndescs, len);
 	e->id = c->head;

@@ -82,13 +82,6 @@ struct virtq_chain {
 	struct guest_mem_piece pieces[VIRTQ_CHAIN_MAX_PIECES];
 };
 
-/** One completion waiting in a packed ring's shadow (host order). */
-struct virtq_packed_used {
-	uint16_t id;		/**< buffer id */
-	uint16_t ndescs;	/**< ring descriptors the chain took */
-	uint32_t len;
-};
-
 /*
  * One queue of either layout. virtq_split_init() (virtq_split.h) sets up a
  * split ring, virtq_packed_init() (virtq_packed.h) a packed one; the
@@ -141,7 +134,13 @@ struct virtq {
 	union {
 		struct vring_used_elem shadow[VIRTQ_SHADOW_MAX];
 		struct {
-			struct virtq_packed_used pshadow[VIRTQ_SHADOW_MAX];
+			/**
+			 * Packed: each completion's used descriptor from its len on, as the
+			 * flush stores it (virtq_packed_used_tail()), but AVAIL and USED.
+			 */
+			uint64_t pshadow[VIRTQ_SHADOW_MAX];
+			/** Packed: ring descriptors each completion's chain took. */
+			uint16_t pndescs[VIRTQ_SHADOW_MAX];
 			/** Ring position of each chain of the last dequeue, for unget. */
 			uint16_t pstart[VIRTQ_SHADOW_MAX];
 		};

@@ -310,98 +310,89 @@ uint16_t virtq_packed_unget(struct virtq *vq, uint16_t n)
 }
 
 /*
- * Flags of a used descriptor: AVAIL and USED both the wrap counter of its position, given
- * as @p used (both bits or neither); WRITE if the device wrote into the buffer.
+ * A used descriptor's len, id and flags, bytes 8-15 of it: written with one store. The ring is
+ * 16-byte aligned (virtq_packed_init()), so the store is aligned and single-copy atomic; the
+ * type may alias the descriptor's own fields, which the rest of this file reads.
  */
-static inline uint16_t used_flags(uint16_t used, uint32_t len)
+typedef uint64_t __attribute__((may_alias)) used_tail_t;
+
+_Static_assert(offsetof(struct vring_packed_desc, len) == 8 &&
+	       offsetof(struct vring_packed_desc, id) == 12 &&
+	       offsetof(struct vring_packed_desc, flags) == 14, "packed descriptor layout");
+
+static always_inline used_tail_t *used_tail(struct vring_packed_desc *d)
 {
-	return used | (len ? VRING_DESC_F_WRITE : 0);
+	return (used_tail_t *)&d->len;
 }
 
-/* The ids and lens of @p n entries of one descriptor each, into the ring from @p d on. */
-static always_inline void used_ids_lens(struct vring_packed_desc *d,
-					const struct virtq_packed_used *e, unsigned int n)
-{
-	unsigned int k;
+/* AVAIL and USED both set, in a used tail: a lap with the wrap counter set. */
+#define USED_TAIL_AVAIL_USED \
+	htole64((uint64_t)(VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED) << 48)
 
-#pragma GCC unroll 4
-	for (k = 0; k < n; k++) {
-		d[k].id = htole16(e[k].id);
-		d[k].len = htole32(e[k].len);
-	}
-}
-
-/* Their flags, of a lap whose used flags are @p used. */
-static always_inline void used_flags_run(struct vring_packed_desc *d,
-					 const struct virtq_packed_used *e, unsigned int n,
-					 uint16_t used)
+/*
+ * @p n shadow entries of one descriptor each into consecutive slots from @p d on, of a lap
+ * whose used tail bits are @p used. Relaxed: the flush's last store publishes them all.
+ */
+static always_inline void used_run(struct vring_packed_desc *d, const uint64_t *e,
+				   unsigned int n, uint64_t used)
 {
 	unsigned int k;
 
 #pragma GCC unroll 4
 	for (k = 0; k < n; k++)
-		__atomic_store_n(&d[k].flags, htole16(used_flags(used, e[k].len)),
-				 __ATOMIC_RELAXED);
+		__atomic_store_n(used_tail(&d[k]), e[k] | used, __ATOMIC_RELAXED);
 }
 
 void virtq_packed_flush(struct virtq *vq)
 {
-	const struct virtq_packed_used *e = vq->pshadow;
+	const uint64_t *e = vq->pshadow;
 	struct vring_packed_desc *ring = vq->pdesc;
 	const unsigned int size = vq->size, n = vq->shadow_count;
 	unsigned int idx = pos_idx(vq->last_used_idx), adv = vq->shadow_descs, i, m;
 	uint16_t wrap = vq->last_used_idx & VIRTQ_PACKED_WRAP;
-	uint16_t used = wrap ? VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED : 0;
-	struct vring_packed_desc *first = &ring[idx];
-	uint16_t first_flags;
+	uint64_t used = wrap ? USED_TAIL_AVAIL_USED : 0;
+	used_tail_t *first = used_tail(&ring[idx]);
+	uint64_t first_tail;
 
 	if (n == 0)
 		return;
-	first_flags = used_flags(used, e[0].len);
+	first_tail = e[0] | used;
 	/*
 	 * The driver polls only its next used position, the first entry's, and reads its
-	 * flags before anything else of the burst (then a read barrier): the first entry's
-	 * flags are written last of all, with release, so that until they land it sees none
-	 * of the burst and after them all of it. Every other entry's id and len are written
-	 * before its flags too.
+	 * flags before anything else of the burst: the first entry is written last of all,
+	 * with release, so that until it lands the driver sees none of the burst and after
+	 * it all of it. Each entry's len and id come with its flags, in one store.
 	 */
 	if (likely(adv == n)) {
 		/*
 		 * Every entry one descriptor, as a burst of one-descriptor chains completes:
 		 * consecutive slots, in two runs if the ring's end comes first (m >= 1 as
-		 * idx < size). All ids and lens, one barrier, all flags.
+		 * idx < size).
 		 */
 		m = size - idx < n ? size - idx : n;
-		used_ids_lens(first, e, m);
-		used_ids_lens(ring, e + m, n - m);
-		/*
-		 * Release: the ids and lens above are visible before any flags below. Pairs
-		 * with the driver's read barrier between a used descriptor's flags and its id.
-		 */
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		used_flags_run(first + 1, e + 1, m - 1, used);
-		used_flags_run(ring, e + m, n - m, used ^ (VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED));
+		used_run(&ring[idx + 1], e + 1, m - 1, used);
+		used_run(ring, e + m, n - m, used ^ USED_TAIL_AVAIL_USED);
 		idx += n;
 	} else {
-		/* Chains of several descriptors among them: one at a time, each flags with release. */
+		/* Chains of several descriptors among them: each entry's slot from the last. */
 		for (i = 0; i < n; i++) {
-			struct vring_packed_desc *d = &ring[idx];
-
-			d->id = htole16(e[i].id);
-			d->len = htole32(e[i].len);
 			if (i)
-				__atomic_store_n(&d->flags, htole16(used_flags(used, e[i].len)),
-						 __ATOMIC_RELEASE);
-			idx += e[i].ndescs;
+				__atomic_store_n(used_tail(&ring[idx]), e[i] | used,
+						 __ATOMIC_RELAXED);
+			idx += vq->pndescs[i];
 			if (idx >= size) {
 				idx -= size;
 				wrap ^= VIRTQ_PACKED_WRAP;
-				used ^= VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED;
+				used ^= USED_TAIL_AVAIL_USED;
 			}
 		}
 	}
-	/* Release: everything above is visible before the driver sees the burst. */
-	__atomic_store_n(&first->flags, htole16(first_flags), __ATOMIC_RELEASE);
+	/*
+	 * Release: every entry stored above is visible before the first one's flags. Pairs
+	 * with the driver's read barrier between a used descriptor's flags and what it reads
+	 * next (its id and len, then the following descriptors).
+	 */
+	__atomic_store_n(first, first_tail, __ATOMIC_RELEASE);
 	if (idx >= size) {
 		idx -= size;
 		wrap ^= VIRTQ_PACKED_WRAP;

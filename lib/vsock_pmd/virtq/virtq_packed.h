@@ -25,18 +25,19 @@
  *
  * Completions. A used descriptor (id, len, flags AVAIL = USED = wrap) is
  * written at the next used position, which then moves on by the chain's
- * ndescs. virtq_packed_flush() writes each shadow entry's id and len before
- * its flags, and the first entry's flags last of all with a release store: a
- * driver reads used descriptors in ring order from that first one, so the
- * whole burst appears to it at once.
+ * ndescs. virtq_packed_flush() writes each shadow entry's len, id and flags
+ * with one 64-bit store (they are bytes 8-15 of the descriptor), so that no
+ * driver sees the flags without the rest, and the first entry last of all
+ * with a release store: a driver reads used descriptors in ring order from
+ * that first one, so the whole burst appears to it at once.
  *
  * Batches. Where four chains of one descriptor each fill one cache line of
  * the ring (the line's first slot, none past the end), a dequeue checks their
  * four flags in one pass and orders them before the rest with one barrier;
  * anywhere else, and for any descriptor that is not such a chain, one at a
  * time. A flush whose entries are all of one descriptor (consecutive slots)
- * writes every id and len, one barrier, every flags but the first's, then
- * the first's; with a longer chain among them, each entry's id, len, flags.
+ * writes them in one or two runs, with no test per entry; with a longer
+ * chain among them, it finds each entry's slot from the chains' lengths.
  *
  * Notifications: the driver event suppression structure (ENABLE, DISABLE,
  * DESC with off_wrap under VIRTIO_RING_F_EVENT_IDX); kicks are turned off
@@ -84,6 +85,15 @@ uint16_t virtq_packed_unget(struct virtq *vq, uint16_t n);
 /** Publish every shadow entry, the first one's flags last; nothing if empty. */
 void virtq_packed_flush(struct virtq *vq);
 
+/*
+ * A used descriptor's bytes 8-15, its len, id and flags, as one little-endian word: a 64-bit
+ * store of it makes all three visible at once.
+ */
+static inline uint64_t virtq_packed_used_tail(uint16_t id, uint32_t len, uint16_t flags)
+{
+	return htole64((uint64_t)len | (uint64_t)id << 32 | (uint64_t)flags << 48);
+}
+
 /**
  * Record that the chain with buffer id @p id, which took @p ndescs ring
  * descriptors, is done with @p len bytes written. An id not below the ring
@@ -93,20 +103,20 @@ void virtq_packed_flush(struct virtq *vq);
 static inline void virtq_packed_complete(struct virtq *vq, uint16_t id, uint16_t ndescs,
 					 uint32_t len)
 {
-	struct virtq_packed_used *e;
+	uint16_t n = vq->shadow_count;
 
 	/* ndescs - 1 wraps for 0: one compare refuses 0 and more than the ring. */
 	if (__builtin_expect(id >= vq->size || (unsigned int)ndescs - 1 >= vq->size, 0)) {
 		vq->stats.errors[VIRTQ_ERR_USED_ID]++;
 		return;
 	}
-	e = &vq->pshadow[vq->shadow_count++];
-	e->id = id;
-	e->ndescs = ndescs;
-	e->len = len;
+	/* WRITE if the device wrote into the buffer; AVAIL and USED come with the position. */
+	vq->pshadow[n] = virtq_packed_used_tail(id, len, len ? VRING_DESC_F_WRITE : 0);
+	vq->pndescs[n] = ndescs;
+	vq->shadow_count = ++n;
 	vq->shadow_descs += ndescs;
 	vq->stats.completed++;
-	if (vq->per_entry_publish || vq->shadow_count == vq->shadow_cap)
+	if (vq->per_entry_publish || n == vq->shadow_cap)
 		virtq_packed_flush(vq);
 }
 
