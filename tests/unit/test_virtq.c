@@ -2586,6 +2586,9 @@ static void test_regions(bool packed)
 			n - 1, got);
 	tap_ok(d->vq->broken && d->vq->broken_reason == VIRTQ_ERR_DESC_ADDR,
 			"regions: a buffer past a region's end breaks the queue");
+	/* The bad buffer is still there, available: a broken queue shows nothing. */
+	tap_ok(!vq_avail_pending(d->vq) && vq_dequeue_burst(d->vq, c, 16) == 0,
+			"regions: nothing pending on the broken queue");
 	drv_close(d);
 }
 

@@ -32,6 +32,9 @@ extern "C" {
 /** Shadow used entries kept before a forced flush (and at most the ring size). */
 #define VIRTQ_SHADOW_MAX 1024
 
+/** An avail_want no descriptor's AVAIL and USED bits equal: a broken packed ring's. */
+#define VIRTQ_AVAIL_WANT_NONE 0xffffu
+
 /** Why a queue was marked broken (or a completion refused). */
 enum virtq_err {
 	VIRTQ_ERR_NONE = 0,
@@ -103,6 +106,12 @@ struct virtq {
 		struct vring_packed_desc_event *device_event;	/**< packed: ours */
 	};
 	const struct guest_mem *mem;
+	/**
+	 * Packed: the flags of the next descriptor to take, and their AVAIL and USED bits
+	 * when it is available (VIRTQ_AVAIL_WANT_NONE once broken): a poll's look, ready.
+	 */
+	const uint16_t *next_flags;
+	uint16_t avail_want;
 	uint16_t size;
 	uint16_t mask;
 	/**
@@ -170,6 +179,7 @@ static inline void virtq_init_common(struct virtq *vq, const struct guest_mem *m
 static inline void virtq_mark_broken(struct virtq *vq, enum virtq_err err)
 {
 	vq->broken = true;
+	vq->avail_want = VIRTQ_AVAIL_WANT_NONE;
 	vq->broken_reason = err;
 	vq->stats.errors[err]++;
 }

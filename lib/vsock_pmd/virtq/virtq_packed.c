@@ -46,6 +46,17 @@ static inline uint32_t pos_dist(uint16_t a, uint16_t b, uint16_t size)
 	return lb >= la ? lb - la : lb + 2u * size - la;
 }
 
+/*
+ * The next descriptor to take is at @p pos: its flags and their available bits for
+ * virtq_packed_avail_pending(), which a round asks far more often than anything moves.
+ */
+static void packed_next(struct virtq *vq, uint16_t pos)
+{
+	vq->last_avail_idx = pos;
+	vq->next_flags = &vq->pdesc[pos_idx(pos)].flags;
+	vq->avail_want = vq->broken ? VIRTQ_AVAIL_WANT_NONE : virtq_packed_avail_bits(pos_wrap(pos));
+}
+
 int virtq_packed_init(struct virtq *vq, const struct guest_mem *mem,
 		      struct vring_packed_desc *desc, struct vring_packed_desc_event *driver_event,
 		      struct vring_packed_desc_event *device_event, uint16_t size,
@@ -65,6 +76,7 @@ int virtq_packed_init(struct virtq *vq, const struct guest_mem *mem,
 	vq->pdesc = desc;
 	vq->driver_event = driver_event;
 	vq->device_event = device_event;
+	packed_next(vq, last_avail);
 	return 0;
 }
 
@@ -298,6 +310,7 @@ uint16_t virtq_packed_dequeue_burst(struct virtq *vq, struct virtq_chain *chains
 			want ^= VIRTQ_PACKED_F_AVAIL | VIRTQ_PACKED_F_USED;
 		}
 	}
+	packed_next(vq, (uint16_t)(wrap | idx));
 	return virtq_dequeued(vq, (uint16_t)(wrap | idx), done);
 }
 
@@ -305,7 +318,7 @@ uint16_t virtq_packed_unget(struct virtq *vq, uint16_t n)
 {
 	n = virtq_ungot(vq, n);
 	if (n)
-		vq->last_avail_idx = vq->pstart[vq->unget_max];
+		packed_next(vq, vq->pstart[vq->unget_max]);
 	return n;
 }
 

@@ -164,14 +164,9 @@ static inline bool virtq_packed_desc_avail(uint16_t flags, uint16_t want)
  */
 static inline bool virtq_packed_avail_pending(const struct virtq *vq)
 {
-	uint16_t pos = vq->last_avail_idx;
-	uint16_t flags;
-
-	if (vq->broken)
-		return false;
-	flags = le16toh(__atomic_load_n(&vq->pdesc[pos & VIRTQ_PACKED_IDX_MASK].flags,
-					__ATOMIC_RELAXED));
-	return virtq_packed_desc_avail(flags, virtq_packed_avail_bits(pos & VIRTQ_PACKED_WRAP));
+	/* A broken ring's avail_want matches no flags. */
+	return virtq_packed_desc_avail(le16toh(__atomic_load_n(vq->next_flags, __ATOMIC_RELAXED)),
+				       vq->avail_want);
 }
 
 /** As virtq_split_set_per_entry_publish(). */
