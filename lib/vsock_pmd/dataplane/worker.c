@@ -208,16 +208,22 @@ static void watch_host(struct worker *w, struct dp_dev *dev, int op)
 		epoll_ctl(w->host_epfd, EPOLL_CTL_DEL, dev->kick_fd[q], &kick);
 }
 
+/* On the hot list, busy as of @now: polled every round for COLD_AFTER_US at least. */
+static void hot_add(struct worker *w, struct dp_dev *dev, uint64_t now)
+{
+	dev->cold = false;
+	dev->busy_tsc = now;
+	dev->hot_slot = (uint16_t)w->nb_hot;
+	w->hot[w->nb_hot++] = dev;
+}
+
 /* A cold device had news: polled every round again, the guest need not kick. */
 static void dev_warm(struct worker *w, struct dp_dev *dev)
 {
 	if (!dev->cold)
 		return;
-	dev->cold = false;
 	dp_dev_kicks_disarm(dev);
-	dev->busy_tsc = w->now;
-	dev->hot_slot = (uint16_t)w->nb_hot;
-	w->hot[w->nb_hot++] = dev;
+	hot_add(w, dev, w->now);
 }
 
 /* Off the hot list (the device at its end takes its slot). */
@@ -357,10 +363,7 @@ static void apply_request(struct worker *w, const struct worker_req *req)
 		RTE_VERIFY(w->nb_devs < WORKER_MAX_DEVS);
 		w->devs[w->nb_devs++] = req->dev;
 		/* Hot: its rings were loaded with kicks off (vsock_dev_load_rings()). */
-		req->dev->cold = false;
-		req->dev->busy_tsc = rte_get_tsc_cycles();
-		req->dev->hot_slot = (uint16_t)w->nb_hot;
-		w->hot[w->nb_hot++] = req->dev;
+		hot_add(w, req->dev, rte_get_tsc_cycles());
 		watch_host(w, req->dev, EPOLL_CTL_ADD);
 		if (workers_may_sleep())
 			watch_dev(w, req->dev, EPOLL_CTL_ADD);
