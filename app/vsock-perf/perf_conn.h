@@ -47,7 +47,6 @@ struct pconn {
 	uint16_t nb_held, held_off;
 	uint64_t base;		/* pattern offset of this connection's stream */
 	uint64_t sent, rcvd;	/* bytes handed to the transport, checked at the other end */
-	struct perf_csum rx_sum;
 	uint64_t bad_at;	/* UINT64_MAX: every byte matched */
 };
 
@@ -56,8 +55,6 @@ struct vfe_guest_conf perf_guest_conf(enum mode m, uint32_t payload);
 /* Check @p n bytes that arrived on @p pc against the pattern; whether all matched so far. */
 bool perf_stream_check(const struct perf_run *run, struct pconn *pc, const uint8_t *buf,
 		       size_t n);
-/* The checksum of what @p pc's sender handed over. */
-uint64_t perf_sent_csum(const struct perf_run *run, const struct pconn *pc);
 /* Host end -> guest: up to @p len pattern bytes from stream offset @p at. Bytes taken. */
 long perf_host_send(struct perf_run *run, struct pconn *pc, uint64_t at, uint64_t len);
 /* Guest -> host end: read and check what arrived, at most @p max bytes. Bytes. */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The pattern and checksum every measurement verifies against, and the reference limits
- * printed beside the results: what one core can copy, what a cache line costs between the
- * two cores, and what a Unix stream socket carries between two processes (the ceiling of
- * the Unix-socket endpoint).
+ * The pattern every measurement verifies against, and the reference limits printed beside
+ * the results: what one core can copy, what a cache line costs between the two cores, and
+ * what a Unix stream socket carries between two processes (the ceiling of the Unix-socket
+ * endpoint).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -32,56 +32,6 @@ uint8_t *perf_pat_new(void)
 	pattern_fill(&p, pat, PERF_PAT_PERIOD);
 	memcpy(pat + PERF_PAT_PERIOD, pat, PERF_PAT_RUN);
 	return pat;
-}
-
-void perf_csum_init(struct perf_csum *c)
-{
-	memset(c, 0, sizeof(*c));
-}
-
-static inline void fold(struct perf_csum *c, uint64_t w)
-{
-	c->s1 += w;
-	c->s2 += c->s1;
-}
-
-void perf_csum_add(struct perf_csum *c, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint64_t s1 = c->s1, s2 = c->s2, w;
-
-	c->bytes += len;
-	/* Finish the word a previous chunk started: words sit at stream offsets 0 mod 8. */
-	while (len && c->carry_n) {
-		c->carry |= (uint64_t)*p++ << (8 * c->carry_n);
-		len--;
-		if (++c->carry_n == 8) {
-			fold(c, c->carry);
-			c->carry = 0;
-			c->carry_n = 0;
-		}
-	}
-	s1 = c->s1;
-	s2 = c->s2;
-	for (; len >= 8; p += 8, len -= 8) {
-		memcpy(&w, p, 8);
-		s1 += w;
-		s2 += s1;
-	}
-	c->s1 = s1;
-	c->s2 = s2;
-	while (len--)
-		c->carry |= (uint64_t)*p++ << (8 * c->carry_n++);
-}
-
-uint64_t perf_csum_value(const struct perf_csum *c)
-{
-	struct perf_csum f = *c;
-
-	if (f.carry_n)
-		fold(&f, f.carry);
-	fold(&f, f.bytes);
-	return f.s2 ^ (f.s1 << 1);
 }
 
 uint64_t perf_now_ns(void)

@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What every measurement of vsock-perf verifies against and stands beside (perf_refs.c):
- * the pattern and checksum of each stream, the clock, CPU pinning, and the reference
+ * the pattern of each stream, the clock, CPU pinning, and the reference
  * limits measured on this machine without the backend.
  */
 #ifndef APP_VSOCK_PERF_PERF_REFS_H
 #define APP_VSOCK_PERF_PERF_REFS_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "perf_args.h"
@@ -29,22 +27,6 @@ static inline const uint8_t *perf_pat_at(const uint8_t *pat, uint64_t off)
 {
 	return pat + off % PERF_PAT_PERIOD;
 }
-
-/**
- * Position-dependent checksum of a byte stream (Fletcher-style over 64-bit words), fed in
- * chunks of any size: the same bytes give the same sum however they were cut.
- */
-struct perf_csum {
-	uint64_t s1, s2;
-	uint64_t carry;
-	unsigned int carry_n;
-	uint64_t bytes;
-};
-
-void perf_csum_init(struct perf_csum *c);
-void perf_csum_add(struct perf_csum *c, const void *buf, size_t len);
-/** The final value (the partial word and the length folded in). */
-uint64_t perf_csum_value(const struct perf_csum *c);
 
 uint64_t perf_now_ns(void);
 /** Pin the calling thread to @p cpu; 0 or -errno. */

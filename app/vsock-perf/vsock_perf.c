@@ -10,8 +10,7 @@
  * rings (no interrupts, no kicks unless the backend asks for them), the host end uses
  * non-blocking sockets or the native calls. The backend's worker lcore has CPU 1 to
  * itself, so what is measured is the backend. Every byte is checked against the pattern at
- * its stream offset and both ends' checksums and byte counts are compared: a fast wrong run
- * fails.
+ * its stream offset and both ends' byte counts are compared: a fast wrong run fails.
  *
  * Variants (host end, ring layout and backend settings) run alternately, A B A B ..., each
  * as a fresh backend instance that runs every case; the summary gives medians per variant
