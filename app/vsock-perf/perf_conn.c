@@ -152,13 +152,20 @@ long perf_host_recv(struct perf_run *run, struct pconn *pc, uint64_t max)
 	if (run->host == H_NATIVE)
 		return native_recv(run, pc);
 	while ((uint64_t)got < max) {
-		ssize_t r = recv(pc->fd, run->rbuf, RTE_MIN((uint64_t)sizeof(run->rbuf),
-							   max - (uint64_t)got), MSG_DONTWAIT);
+		size_t want = RTE_MIN((uint64_t)sizeof(run->rbuf), max - (uint64_t)got);
+		ssize_t r = recv(pc->fd, run->rbuf, want, MSG_DONTWAIT);
 
 		if (r <= 0)
 			break;
 		perf_stream_check(run, pc, run->rbuf, (size_t)r);
 		got += r;
+		/*
+		 * A stream socket's recv() copies until the buffer is full or its queue is
+		 * empty: a short read emptied it, and another would return EAGAIN, a syscall
+		 * per round for nothing.
+		 */
+		if ((size_t)r < want)
+			break;
 	}
 	return got;
 }
