@@ -40,8 +40,20 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 			pc->sent += (uint64_t)w;
 	}
 	vfe_guest_poll(g);
-	for (i = 0; i < n; i++)
-		perf_host_recv(run, &run->pconns[i], UINT64_MAX);
+	for (i = 0; i < n; i++) {
+		struct pconn *pc = &run->pconns[i];
+
+		/*
+		 * A Unix socket reader takes HOST_BATCH bytes or more a syscall while the guest
+		 * streams. Less is outstanding: the socket has room, so the worker goes on
+		 * without this read; it reads all there is when the guest's credit is spent
+		 * (what it did not read may hold the credit back) and when the stream drains.
+		 */
+		if (run->host == H_UDS && more && pc->sent - pc->rcvd < HOST_BATCH &&
+		    vfe_guest_credit(pc->gc) >= payload)
+			continue;
+		perf_host_recv(run, pc, UINT64_MAX);
+	}
 }
 
 /* Host -> guest: the host writes what its socket takes; the guest checks in place. */
@@ -52,8 +64,20 @@ static void h2g_round(struct perf_run *run, unsigned int n, bool more)
 
 	for (i = 0; i < n && more; i++) {
 		struct pconn *pc = &run->pconns[i];
+		long w;
 
-		pc->sent += (uint64_t)perf_host_send(run, pc, pc->base + pc->sent, PERF_PAT_RUN);
+		if (pc->rcvd < pc->send_at)
+			continue;
+		w = perf_host_send(run, pc, pc->base + pc->sent, PERF_PAT_RUN);
+		pc->sent += (uint64_t)w;
+		/*
+		 * A Unix socket that took less than offered is full: it has room again once the
+		 * worker drained it into the guest, so the next write waits until the guest took
+		 * HOST_BATCH bytes more (that much then fits, and more than that is queued: the
+		 * worker does not run dry). One syscall per round would be one per few packets.
+		 */
+		if (run->host == H_UDS && w < (long)PERF_PAT_RUN)
+			pc->send_at = pc->rcvd + HOST_BATCH;
 	}
 	vfe_guest_poll(g);
 	for (i = 0; i < n; i++) {

@@ -34,6 +34,13 @@ struct rte_mbuf;
  */
 #define NATIVE_FILL 8
 #define NATIVE_SEG 2048u
+/*
+ * Stream bytes a Unix socket host end lets the guest move between two of its syscalls while
+ * the socket's queue holds enough to keep the worker busy: a syscall costs this client
+ * microseconds (a 64 B packet's worth of the worker's time many times over), so one per
+ * round would make the client, not the backend, what a small-packet case measures.
+ */
+#define HOST_BATCH 32768u
 
 /* One connection of a case: both ends, and each direction's stream as checked. */
 struct pconn {
@@ -47,6 +54,7 @@ struct pconn {
 	uint16_t nb_held, held_off;
 	uint64_t base;		/* pattern offset of this connection's stream */
 	uint64_t sent, rcvd;	/* bytes handed to the transport, checked at the other end */
+	uint64_t send_at;	/* uds host -> guest: rcvd at which the host end writes again */
 	uint64_t bad_at;	/* UINT64_MAX: every byte matched */
 };
 
