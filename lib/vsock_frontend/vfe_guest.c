@@ -2,6 +2,7 @@
 /*
  * The guest's virtio-vsock driver, in the test process (see vfe_guest.h).
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -204,6 +205,14 @@ static void slot_copy(const struct vfe_guest_slot *s, uint32_t off, void *flat, 
 {
 	unsigned int i;
 
+	/* Most buffers are one piece (Linux's), or the bytes sit in the first. */
+	if (off + len <= s->len[0]) {
+		if (to_slot)
+			memcpy((uint8_t *)s->ptr[0] + off, flat, len);
+		else
+			memcpy(flat, (uint8_t *)s->ptr[0] + off, len);
+		return;
+	}
 	for (i = 0; i < s->npieces && len; i++) {
 		uint32_t n;
 
@@ -340,13 +349,16 @@ static unsigned int tx_desc_needed(const struct vfe_guest *g, const struct vfe_g
 	return chain_descs(g, i);
 }
 
-/* Put one packet on the tx ring (not published). -ENOSPC when out of descriptors. */
-static int tx_packet(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt, const void *payload)
+/*
+ * Put one packet on the tx ring (not published), @p h its header @p pkt encoded.
+ * -ENOSPC when out of descriptors.
+ */
+static int tx_put(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt,
+		const struct virtio_vsock_hdr *h, const void *payload)
 {
 	struct vfe_vq *tx = &g->v->vq[VFE_VSOCK_TX];
 	struct vfe_guest_priv *p = g->priv;
 	struct vfe_buf b[VFE_GUEST_MAX_DESCS];
-	struct virtio_vsock_hdr h;
 	struct vfe_guest_slot *s;
 	uint32_t left = VFE_GUEST_HDR_LEN + pkt->len;
 	unsigned int i, n = 0;
@@ -357,8 +369,7 @@ static int tx_packet(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt, const
 	s = p->tx_free[p->tx_head];
 	if (tx->num_free < tx_desc_needed(g, s, pkt->len))
 		return -ENOSPC;
-	vfe_vsock_build(&h, pkt);
-	slot_copy(s, 0, &h, VFE_GUEST_HDR_LEN, true);
+	slot_copy(s, 0, (void *)(uintptr_t)h, VFE_GUEST_HDR_LEN, true);
 	if (pkt->len)
 		slot_copy(s, VFE_GUEST_HDR_LEN, (void *)(uintptr_t)payload, pkt->len, true);
 	for (i = 0; i < s->npieces && left; i++) {
@@ -377,6 +388,14 @@ static int tx_packet(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt, const
 	if (g->conf.tx_hook != NULL)
 		g->conf.tx_hook(g->conf.hook_ctx, pkt);
 	return 0;
+}
+
+static int tx_packet(struct vfe_guest *g, const struct vfe_vsock_pkt *pkt, const void *payload)
+{
+	struct virtio_vsock_hdr h;
+
+	vfe_vsock_build(&h, pkt);
+	return tx_put(g, pkt, &h, payload);
 }
 
 int vfe_guest_send_empty(struct vfe_guest *g, unsigned int n)
@@ -506,7 +525,9 @@ static int rw_packet(struct vfe_guest *g, struct vfe_guest_conn *c, const void *
 
 long vfe_guest_send(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf, size_t len)
 {
+	struct vfe_vsock_pkt pkt = hdr_for(g, c, VIRTIO_VSOCK_OP_RW, 0, 0);
 	const uint8_t *p = buf;
+	struct virtio_vsock_hdr h;
 	size_t done = 0;
 
 	if (c->state != VFE_GC_ESTABLISHED)
@@ -514,6 +535,11 @@ long vfe_guest_send(struct vfe_guest *g, struct vfe_guest_conn *c, const void *b
 	/* Data must not overtake control packets queued before it (a SHUTDOWN). */
 	if (g->priv->ctl_count)
 		return 0;
+	/*
+	 * The packets of one call differ in their length alone (fwd_cnt moves only when the
+	 * test consumes): the header is encoded once and each packet's length stamped in it.
+	 */
+	vfe_vsock_build(&h, &pkt);
 	while (done < len) {
 		uint32_t n = vfe_guest_credit(c);
 
@@ -521,12 +547,21 @@ long vfe_guest_send(struct vfe_guest *g, struct vfe_guest_conn *c, const void *b
 			n = (uint32_t)(len - done);
 		if (n > g->conf.tx_max_payload)
 			n = g->conf.tx_max_payload;
-		if (n == 0 || rw_packet(g, c, p + done, n, 0) < 0)
+		if (n == 0)
 			break;
+		if (n != pkt.len) {
+			pkt.len = n;
+			h.len = htole32(n);
+		}
+		if (tx_put(g, &pkt, &h, p + done) < 0)
+			break;
+		c->tx_cnt += n;
 		done += n;
 	}
-	if (done)
+	if (done) {
+		c->fwd_sent = c->fwd_cnt;
 		queue_kick(g, VFE_VSOCK_TX);
+	}
 	return (long)done;
 }
 
@@ -763,7 +798,8 @@ static void rx_rw(struct vfe_guest *g, struct vfe_guest_conn *c, const struct vf
 	off = c->rx_cnt % c->buf_alloc;
 	first = c->buf_alloc - off < h->len ? c->buf_alloc - off : h->len;
 	slot_copy(s, VFE_GUEST_HDR_LEN, c->rxq + off, first, false);
-	slot_copy(s, VFE_GUEST_HDR_LEN + first, c->rxq, h->len - first, false);
+	if (h->len > first)
+		slot_copy(s, VFE_GUEST_HDR_LEN + first, c->rxq, h->len - first, false);
 	c->rx_cnt += h->len;
 	if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET && (h->flags & VIRTIO_VSOCK_SEQ_EOM)) {
 		unsigned int i = (c->msg_head + c->msg_count) % VFE_GUEST_MAX_MSGS;
@@ -788,8 +824,13 @@ static void rx_packet(struct vfe_guest *g, const struct vfe_guest_slot *s, uint3
 
 	for (i = 0; i < s->npieces; i++)
 		cap += s->len[i];
-	slot_copy(s, 0, &raw, sizeof(raw), false);
-	vfe_vsock_parse(&raw, sizeof(raw), &h);
+	/* The header is decoded where it lies when its first piece holds it all. */
+	if (s->len[0] >= sizeof(raw)) {
+		vfe_vsock_parse(s->ptr[0], sizeof(raw), &h);
+	} else {
+		slot_copy(s, 0, &raw, sizeof(raw), false);
+		vfe_vsock_parse(&raw, sizeof(raw), &h);
+	}
 	if (g->conf.rx_hook != NULL)
 		g->conf.rx_hook(g->conf.hook_ctx, &h, used_len);
 	g->rx_pkts++;
