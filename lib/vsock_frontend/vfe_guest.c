@@ -199,20 +199,12 @@ static void queue_kick(struct vfe_guest *g, unsigned int q)
 	}
 }
 
-/* Copy between a slot's pieces and a flat buffer, @p off bytes into the slot. */
-static void slot_copy(const struct vfe_guest_slot *s, uint32_t off, void *flat, uint32_t len,
+/* slot_copy() across pieces. */
+static void pieces_copy(const struct vfe_guest_slot *s, uint32_t off, void *flat, uint32_t len,
 		bool to_slot)
 {
 	unsigned int i;
 
-	/* Most buffers are one piece (Linux's), or the bytes sit in the first. */
-	if (off + len <= s->len[0]) {
-		if (to_slot)
-			memcpy((uint8_t *)s->ptr[0] + off, flat, len);
-		else
-			memcpy(flat, (uint8_t *)s->ptr[0] + off, len);
-		return;
-	}
 	for (i = 0; i < s->npieces && len; i++) {
 		uint32_t n;
 
@@ -229,6 +221,22 @@ static void slot_copy(const struct vfe_guest_slot *s, uint32_t off, void *flat, 
 		len -= n;
 		off = 0;
 	}
+}
+
+/*
+ * Copy between a slot's pieces and a flat buffer, @p off bytes into the slot. Inline: most
+ * buffers are one piece (Linux's), or the bytes sit in the first, and a header's copy is
+ * then a few moves where a call cost more than the copy.
+ */
+static inline void slot_copy(const struct vfe_guest_slot *s, uint32_t off, void *flat,
+		uint32_t len, bool to_slot)
+{
+	if (off + len > s->len[0])
+		pieces_copy(s, off, flat, len, to_slot);
+	else if (to_slot)
+		memcpy((uint8_t *)s->ptr[0] + off, flat, len);
+	else
+		memcpy(flat, (uint8_t *)s->ptr[0] + off, len);
 }
 
 int vfe_guest_init(struct vfe_guest *g, struct vfe_vsock *v, const struct vfe_guest_conf *conf)
