@@ -22,6 +22,7 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 {
 	struct vfe_guest *g = &run->env.dp.g;
 	unsigned int i;
+	uint64_t ring;
 
 	for (i = 0; i < n; i++) {
 		struct pconn *pc = &run->pconns[i];
@@ -40,17 +41,24 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 			pc->sent += (uint64_t)w;
 	}
 	vfe_guest_poll(g);
+	/* What the worker has not taken off the tx ring yet (the poll just counted it). */
+	ring = (uint64_t)(g->v->vq[VFE_VSOCK_TX].num - vfe_guest_tx_free(g)) * payload;
 	for (i = 0; i < n; i++) {
 		struct pconn *pc = &run->pconns[i];
+		uint64_t out = pc->sent - pc->rcvd;
+		uint64_t past = out > ring ? out - ring : 0;
 
 		/*
 		 * A Unix socket reader takes HOST_BATCH bytes or more a syscall while the guest
-		 * streams. Less is outstanding: the socket has room, so the worker goes on
-		 * without this read; it reads all there is when the guest's credit is spent
-		 * (what it did not read may hold the credit back) and when the stream drains.
+		 * streams. Less is past the ring: the socket has room, so the worker goes on
+		 * without this read (when the worker is behind, the ring holds what is
+		 * outstanding, and a read would find nothing). It reads what is past the ring
+		 * when the guest's credit is short (unread bytes may hold it back; the app
+		 * counts what it wrote, so mostly the credit waits for its update and a read
+		 * would find nothing) and all there is when the stream drains.
 		 */
-		if (run->host == H_UDS && more && pc->sent - pc->rcvd < HOST_BATCH &&
-		    vfe_guest_credit(pc->gc) >= payload)
+		if (run->host == H_UDS && more && past < HOST_BATCH &&
+		    (past == 0 || vfe_guest_credit(pc->gc) >= payload))
 			continue;
 		perf_host_recv(run, pc, UINT64_MAX);
 	}
