@@ -177,19 +177,48 @@ void perf_syscalls_start(struct perf_run *run)
 		usleep(50000);
 }
 
+/* Whether @p pid ended within about @p ms milliseconds (reaped if so). */
+static bool reaped_within(pid_t pid, unsigned int ms)
+{
+	unsigned int t;
+
+	for (t = 0; t < ms; t += 10) {
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 long perf_syscalls_stop(struct perf_run *run, unsigned int i, long *epolls)
 {
 	struct perf_probe *pr = &run->probe;
+	pid_t pid = pr->perf_pid[i];
 	char line[256];
 	long n = -1;
 	FILE *f;
 
 	*epolls = -1;
-	if (pr->perf_pid[i] <= 0)
+	if (pid <= 0)
 		return -1;
-	kill(pr->perf_pid[i], SIGINT);
-	waitpid(pr->perf_pid[i], NULL, 0);
 	pr->perf_pid[i] = -1;
+	/*
+	 * perf stat -t sometimes sleeps on after its first SIGINT (seen a few times in a
+	 * hundred cases on a loaded machine, both counters at once); a second one ends it.
+	 * Should that fail too, the counts are lost (-1), never the benchmark.
+	 */
+	kill(pid, SIGINT);
+	if (!reaped_within(pid, 2000)) {
+		kill(pid, SIGINT);
+		if (!reaped_within(pid, 2000)) {
+			fprintf(stderr, "vsock-perf: perf stat %d did not stop: killed, its "
+				"syscall counts lost\n", (int)pid);
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			unlink(pr->perf_out[i]);
+			return -1;
+		}
+	}
 	f = fopen(pr->perf_out[i], "r");
 	unlink(pr->perf_out[i]);
 	if (f == NULL)
