@@ -169,9 +169,23 @@ static bool idle_window(const struct perf_run *run, struct scale_result *r, char
 	}
 	t0 = perf_now_ns();
 	usleep((useconds_t)(run->plan.secs * 1e6));
-	t1 = perf_now_ns();
-	if (!worker_rounds(run, &n1, &b1, &c1) || n1 <= n0 || c1 < c0) {
-		snprintf(err, len, "the worker did not count its idle rounds");
+	/*
+	 * A loaded machine may not have run the worker at all in a short window: the window
+	 * goes on until it counted a round, as a stream case's goes on until a byte arrives.
+	 */
+	do {
+		t1 = perf_now_ns();
+		if (!worker_rounds(run, &n1, &b1, &c1) || c1 < c0) {
+			snprintf(err, len, "the worker's counters could not be read again");
+			return false;
+		}
+		if (n1 > n0)
+			break;
+		usleep(1000);
+	} while (t1 - t0 < STALL_TIMEOUT_NS);
+	if (n1 <= n0) {
+		snprintf(err, len, "the worker counted no round in %llu s",
+			 (unsigned long long)(STALL_TIMEOUT_NS / 1000000000u));
 		return false;
 	}
 	r->rounds = n1 - n0;
