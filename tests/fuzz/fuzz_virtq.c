@@ -250,13 +250,13 @@ static void do_dequeue(uint16_t max)
 	F.stats.dequeued += got;
 }
 
-static void complete_one(uint16_t head, uint32_t len, uint32_t times)
+static void complete_one(const struct virtq_chain *c, uint32_t len, uint32_t times)
 {
 	uint32_t i;
 
 	for (i = 0; i < times; i++) {
-		virtq_split_complete(&F.vq, head, len);
-		F.pending[F.pending_n].id = htole32(head);
+		virtq_split_complete_chain(&F.vq, c, len);
+		F.pending[F.pending_n].id = htole32(c->head);
 		F.pending[F.pending_n].len = htole32(len);
 		F.pending_n++;
 		F.stats.completed++;
@@ -274,7 +274,7 @@ static void do_complete(struct input *in)
 	if (F.ol.nout == 0)
 		return;
 	o = &F.ol.out[k % F.ol.nout];
-	complete_one(o->c.head, mode & 1 ? raw : o->c.writable_len, 1);
+	complete_one(&o->c, mode & 1 ? raw : o->c.writable_len, 1);
 	outlist_del(&F.ol, o);
 }
 
@@ -465,7 +465,7 @@ static void run_op(struct input *in)
 			u = F.repeat_budget;
 		F.repeat_budget -= u;
 		if (F.ol.nout != 0)
-			complete_one(F.ol.out[n % F.ol.nout].c.head,
+			complete_one(&F.ol.out[n % F.ol.nout].c,
 					F.ol.out[n % F.ol.nout].c.writable_len, u);
 		break;
 	case OP_PER_ENTRY:

@@ -58,6 +58,7 @@ struct model_used {
 	uint16_t id;
 	uint16_t ndescs;
 	uint32_t len;
+	bool written;	/* completed as an rx buffer: WRITE whatever len */
 };
 
 struct fuzz {
@@ -240,7 +241,8 @@ static void check_state(void)
 
 /*
  * The model's flush: each entry a used descriptor at the next used position (id, len,
- * AVAIL = USED = that position's wrap counter, WRITE when it carries bytes; the address
+ * AVAIL = USED = that position's wrap counter, WRITE when it carries bytes or was completed
+ * as written into; the address
  * untouched), the position moving on by the chain's descriptors.
  */
 static void model_publish(void)
@@ -256,7 +258,7 @@ static void model_publish(void)
 		d->id = htole16(e->id);
 		d->len = htole32(e->len);
 		d->flags = htole16((F.last_used.wrap ? F_AVAIL | F_USED : 0) |
-				(e->len ? VRING_DESC_F_WRITE : 0));
+				(e->len || e->written ? VRING_DESC_F_WRITE : 0));
 		F.last_used = mpos_fwd(F.last_used, e->ndescs);
 		F.published += e->ndescs;
 		F.since_signal += e->ndescs;
@@ -293,6 +295,8 @@ static uint16_t do_dequeue(uint16_t max)
 		}
 		CHECK(want < got);
 		CHECK(chains[want].head == id && chains[want].ndescs == ndescs);
+		/* What virtq_packed_complete_chain() takes on trust from the dequeue. */
+		CHECK(id < F.size && ndescs >= 1 && ndescs <= F.size);
 		check_chain_pieces(&F.g, &chains[want], &rc);
 		outlist_add(&F.ol, &chains[want], want)->start = mpos_enc(p);
 		taken += ndescs;
@@ -307,11 +311,15 @@ static uint16_t do_dequeue(uint16_t max)
 	return got;
 }
 
-static void complete_one(const struct virtq_chain *c, uint32_t len)
+static void complete_one(const struct virtq_chain *c, uint32_t len, bool written)
 {
 	struct model_used *e = &F.pending[F.pending_n++];
 
-	virtq_packed_complete(&F.vq, c->head, c->ndescs, len);
+	if (written)
+		virtq_packed_complete_written(&F.vq, c, len);
+	else
+		virtq_packed_complete_chain(&F.vq, c, len);
+	e->written = written;
 	e->id = c->head;
 	e->ndescs = c->ndescs;
 	e->len = len;
@@ -327,7 +335,7 @@ static void do_complete(unsigned int k, uint8_t mode, uint32_t raw)
 	if (F.ol.nout == 0)
 		return;
 	o = &F.ol.out[k % F.ol.nout];
-	complete_one(&o->c, mode & 1 ? raw : o->c.writable_len);
+	complete_one(&o->c, mode & 1 ? raw : o->c.writable_len, mode & 2);
 	outlist_del(&F.ol, o);
 }
 

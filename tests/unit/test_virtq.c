@@ -1073,11 +1073,19 @@ static void packed_test_basic(void)
 	tap_ok(d->vq.stats.used_idx_stores == 1, "flush: empty flush writes nothing");
 	tap_ok(d->vq.stats.dequeued == 2 && d->vq.stats.completed == 2, "basic: counters");
 
-	vq_complete(&d->vq, &(struct virtq_chain){ .head = 8, .ndescs = 1 }, 0);
-	vq_complete(&d->vq, &(struct virtq_chain){ .head = 1, .ndescs = 0 }, 0);
-	vq_complete(&d->vq, &(struct virtq_chain){ .head = 1, .ndescs = 9 }, 0);
+	virtq_packed_complete(&d->vq, 8, 1, 0);
+	virtq_packed_complete(&d->vq, 1, 0, 0);
+	virtq_packed_complete(&d->vq, 1, 9, 0);
 	tap_ok(d->vq.shadow_count == 0 && d->vq.stats.errors[VIRTQ_ERR_USED_ID] == 3 &&
 			!d->vq.broken, "complete: id >= size, 0 or > size descriptors dropped");
+
+	/* An rx buffer completed as written into: WRITE even with nothing written. */
+	packed_post1(d, rx, 4096, WRITE, 6);
+	tap_ok(vq_dequeue_burst(&d->vq, c, 8) == 1 && c[0].head == 6, "written: rx chain dequeued");
+	vq_complete_written(&d->vq, &c[0], 0);
+	vq_flush(&d->vq);
+	tap_ok((le16toh(d->desc[3].flags) & WRITE) && packed_get_used(d, 1, &len) == 6 && len == 0,
+			"written: used descriptor id 6, len 0, WRITE");
 	packed_drv_free(d);
 }
 

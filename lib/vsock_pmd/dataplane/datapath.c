@@ -345,7 +345,7 @@ static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct dp_scratch 
 		filled = (uint16_t)conn_to_guest_burst(dev->conns, s->iov, s->iov_cnt, s->cap, k,
 						       s->len);
 		for (j = 0, used = 0; j < filled; j++) {
-			vq_complete(vq, &s->chains[i + j], s->len[j]);
+			vq_complete_written(vq, &s->chains[i + j], s->len[j]);
 			used += s->len[j];
 		}
 		*room = round_take(*room, used);	/* as packet by packet: it stops at 0 */

@@ -37,13 +37,30 @@ static inline uint16_t vq_dequeue_burst(struct virtq *vq, struct virtq_chain *ch
 	return virtq_split_dequeue_burst(vq, chains, max);
 }
 
-/** Complete chain @p c (as dequeued) with @p len bytes written into it. */
+/**
+ * Complete chain @p c with @p len bytes written into it. @p c must be a chain this queue's
+ * dequeue returned (and not given back): its id and descriptor count, checked where the
+ * chain was made, are not checked again (virtq_*_complete_chain()).
+ */
 static inline void vq_complete(struct virtq *vq, const struct virtq_chain *c, uint32_t len)
 {
 	if (VQ_PACKED(vq))
-		virtq_packed_complete(vq, c->head, c->ndescs, len);
+		virtq_packed_complete_chain(vq, c, len);
 	else
-		virtq_split_complete(vq, c->head, len);
+		virtq_split_complete_chain(vq, c, len);
+}
+
+/**
+ * As vq_complete(), for a chain the device wrote into (an rx buffer): a packed ring marks its
+ * used descriptor WRITE whatever @p len, 0 included, without testing it.
+ */
+static inline void vq_complete_written(struct virtq *vq, const struct virtq_chain *c,
+				       uint32_t len)
+{
+	if (VQ_PACKED(vq))
+		virtq_packed_complete_written(vq, c, len);
+	else
+		virtq_split_complete_chain(vq, c, len);
 }
 
 static inline uint16_t vq_unget(struct virtq *vq, uint16_t n)

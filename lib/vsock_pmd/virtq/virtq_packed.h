@@ -94,30 +94,61 @@ static inline uint64_t virtq_packed_used_tail(uint16_t id, uint32_t len, uint16_
 	return htole64((uint64_t)len | (uint64_t)id << 32 | (uint64_t)flags << 48);
 }
 
-/**
- * Record that the chain with buffer id @p id, which took @p ndescs ring
- * descriptors, is done with @p len bytes written. An id not below the ring
- * size or an ndescs of 0 or above it is counted (VIRTQ_ERR_USED_ID) and
- * dropped.
+/*
+ * A completion into the shadow, its id and descriptor count known good, @p flags its WRITE
+ * bit (AVAIL and USED come with the position, in the flush).
  */
-static inline void virtq_packed_complete(struct virtq *vq, uint16_t id, uint16_t ndescs,
-					 uint32_t len)
+static inline void virtq_packed_shadow_add(struct virtq *vq, uint16_t id, uint16_t ndescs,
+					   uint32_t len, uint16_t flags)
 {
 	uint16_t n = vq->shadow_count;
 
-	/* ndescs - 1 wraps for 0: one compare refuses 0 and more than the ring. */
-	if (__builtin_expect(id >= vq->size || (unsigned int)ndescs - 1 >= vq->size, 0)) {
-		vq->stats.errors[VIRTQ_ERR_USED_ID]++;
-		return;
-	}
-	/* WRITE if the device wrote into the buffer; AVAIL and USED come with the position. */
-	vq->pshadow[n] = virtq_packed_used_tail(id, len, len ? VRING_DESC_F_WRITE : 0);
+	vq->pshadow[n] = virtq_packed_used_tail(id, len, flags);
 	vq->pndescs[n] = ndescs;
 	vq->shadow_count = ++n;
 	vq->shadow_descs += ndescs;
 	vq->stats.completed++;
 	if (vq->per_entry_publish || n == vq->shadow_cap)
 		virtq_packed_flush(vq);
+}
+
+/**
+ * Record that chain @p c, as this ring's dequeue returned it, is done with @p len bytes
+ * written (WRITE set if @p len is not 0). The dequeue checked its id (below the ring size)
+ * and its descriptor count (1 to the room the ring had, never above the size) where it made
+ * the chain, from the descriptors it loaded once; the flush's slot arithmetic relies on both.
+ */
+static inline void virtq_packed_complete_chain(struct virtq *vq, const struct virtq_chain *c,
+					       uint32_t len)
+{
+	virtq_packed_shadow_add(vq, c->head, c->ndescs, len, len ? VRING_DESC_F_WRITE : 0);
+}
+
+/**
+ * As virtq_packed_complete_chain() for a buffer the device writes into (an rx buffer):
+ * WRITE whatever @p len, 0 included, which the spec reads as "0 bytes written" (DPDK's
+ * vhost marks every used rx descriptor so). One test fewer per packet.
+ */
+static inline void virtq_packed_complete_written(struct virtq *vq, const struct virtq_chain *c,
+						 uint32_t len)
+{
+	virtq_packed_shadow_add(vq, c->head, c->ndescs, len, VRING_DESC_F_WRITE);
+}
+
+/**
+ * As virtq_packed_complete_chain(), for a buffer id and descriptor count that did not come
+ * from this ring's dequeue: an id not below the ring size or an ndescs of 0 or above it is
+ * counted (VIRTQ_ERR_USED_ID) and dropped.
+ */
+static inline void virtq_packed_complete(struct virtq *vq, uint16_t id, uint16_t ndescs,
+					 uint32_t len)
+{
+	/* ndescs - 1 wraps for 0: one compare refuses 0 and more than the ring. */
+	if (__builtin_expect(id >= vq->size || (unsigned int)ndescs - 1 >= vq->size, 0)) {
+		vq->stats.errors[VIRTQ_ERR_USED_ID]++;
+		return;
+	}
+	virtq_packed_shadow_add(vq, id, ndescs, len, len ? VRING_DESC_F_WRITE : 0);
 }
 
 /** As virtq_split_should_notify(), from the driver event suppression structure. */

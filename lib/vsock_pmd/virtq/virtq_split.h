@@ -61,26 +61,41 @@ uint16_t virtq_split_unget(struct virtq *vq, uint16_t n);
 /** Publish every shadow entry: one used->idx store, none if empty. */
 void virtq_split_flush(struct virtq *vq);
 
-/**
- * Record that chain @p head is done and @p len bytes were written into its
- * writable part (0 for a chain with only readable buffers). Not visible to
- * the guest before virtq_split_flush(), which happens here when the shadow is full
- * or in per-entry mode.
- */
-static inline void virtq_split_complete(struct virtq *vq, uint16_t head, uint32_t len)
+/* A completion into the shadow, its head known good. */
+static inline void virtq_split_shadow_add(struct virtq *vq, uint16_t head, uint32_t len)
 {
-	struct vring_used_elem *e;
+	struct vring_used_elem *e = &vq->shadow[vq->shadow_count++];
 
-	if (__builtin_expect(head >= vq->size, 0)) {
-		vq->stats.errors[VIRTQ_ERR_USED_ID]++;
-		return;
-	}
-	e = &vq->shadow[vq->shadow_count++];
 	e->id = htole32(head);
 	e->len = htole32(len);
 	vq->stats.completed++;
 	if (vq->per_entry_publish || vq->shadow_count == vq->shadow_cap)
 		virtq_split_flush(vq);
+}
+
+/**
+ * Record that chain @p c, as this ring's dequeue returned it, is done and @p len bytes were
+ * written into its writable part (0 for a chain with only readable buffers). Not visible to
+ * the guest before virtq_split_flush(), which happens here when the shadow is full or in
+ * per-entry mode. The dequeue checked the head (below the ring size) where it made the chain.
+ */
+static inline void virtq_split_complete_chain(struct virtq *vq, const struct virtq_chain *c,
+					      uint32_t len)
+{
+	virtq_split_shadow_add(vq, c->head, len);
+}
+
+/**
+ * As virtq_split_complete_chain(), for a head that did not come from this ring's dequeue:
+ * one not below the ring size is counted (VIRTQ_ERR_USED_ID) and dropped.
+ */
+static inline void virtq_split_complete(struct virtq *vq, uint16_t head, uint32_t len)
+{
+	if (__builtin_expect(head >= vq->size, 0)) {
+		vq->stats.errors[VIRTQ_ERR_USED_ID]++;
+		return;
+	}
+	virtq_split_shadow_add(vq, head, len);
 }
 
 /**
