@@ -5,16 +5,21 @@
  * instructions callgrind counts in it.
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <rte_common.h>
+#include <rte_cycles.h>
 
 #include "perf.h"
 #include "perf_probe.h"
@@ -142,6 +147,141 @@ static int worker_tid(const struct perf_run *run)
 	return tid;
 }
 
+/*
+ * How long perf stat may take to ack a command through its control fifo: on a loaded machine
+ * its start (parsing the tracepoints, opening the counters) takes a second or more. A perf
+ * that has not acked by then counts nothing (-1), rather than part of the window.
+ */
+#define PERF_ACK_MS 10000
+
+static void perf_path(const struct perf_run *run, char *buf, size_t size, const char *what,
+		      unsigned int i)
+{
+	snprintf(buf, size, "%s/perf-%s-%u", run_dir(run), what, i);
+}
+
+/*
+ * Sends @p cmd to perf stat @p i through its control fifo and waits for its ack: on
+ * "enable" its counters count from the ack on, on "disable" they are final. One poll
+ * waits, for the ack or perf's exit: this thread's own count holds its few syscalls.
+ */
+static bool perf_command(struct perf_probe *pr, unsigned int i, const char *cmd)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = pr->perf_ack[i], .events = POLLIN },
+		{ .fd = pr->perf_pidfd[i], .events = POLLIN },
+	};
+	uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() * PERF_ACK_MS / 1000;
+	char ack[8];
+	int64_t left;
+
+	if (write(pr->perf_ctl[i], cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
+		return false;
+	while ((left = (int64_t)(end - rte_get_timer_cycles())) > 0) {
+		int n = poll(pfd, 2, (int)(left * 1000 / (int64_t)rte_get_timer_hz()) + 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		/* "ack\n" and, from perf 6.1 at least, its terminating NUL */
+		return n > 0 && (pfd[0].revents & POLLIN) &&
+		       read(pfd[0].fd, ack, sizeof(ack)) >= 4 && !memcmp(ack, "ack\n", 4);
+	}
+	return false;
+}
+
+/* Closes perf stat @p i's fifos and removes them, and its log. */
+static void perf_close(struct perf_run *run, unsigned int i)
+{
+	static const char *const files[] = { "ctl", "ack", "log" };
+	struct perf_probe *pr = &run->probe;
+	char path[128];
+	unsigned int f;
+
+	if (pr->perf_ctl[i] >= 0)
+		close(pr->perf_ctl[i]);
+	if (pr->perf_ack[i] >= 0)
+		close(pr->perf_ack[i]);
+	if (pr->perf_pidfd[i] >= 0)
+		close(pr->perf_pidfd[i]);
+	pr->perf_ctl[i] = pr->perf_ack[i] = pr->perf_pidfd[i] = -1;
+	for (f = 0; f < RTE_DIM(files); f++) {
+		perf_path(run, path, sizeof(path), files[f], i);
+		unlink(path);
+	}
+}
+
+/* Ends perf stat @p i, whose counts are lost; the first time, its last words say why. */
+static void perf_abandon(struct perf_run *run, unsigned int i, const char *what)
+{
+	static const char *const thread[PS_NB] = { "the worker", "this thread" };
+	static bool said;
+	struct perf_probe *pr = &run->probe;
+	char log[128], line[256] = "", last[256] = "";
+	FILE *f;
+
+	kill(pr->perf_pid[i], SIGKILL);
+	waitpid(pr->perf_pid[i], NULL, 0);
+	pr->perf_pid[i] = -1;
+	unlink(pr->perf_out[i]);
+	perf_path(run, log, sizeof(log), "log", i);
+	f = fopen(log, "r");
+	while (f != NULL && fgets(line, sizeof(line), f))
+		snprintf(last, sizeof(last), "%s", line);
+	if (f != NULL)
+		fclose(f);
+	perf_close(run, i);
+	if (!said)
+		fprintf(stderr, "vsock-perf: perf stat of %s %s: its syscall counts lost "
+			"(said once)%s%s", thread[i], what, last[0] ? "; it said: " : "\n", last);
+	said = true;
+}
+
+/* Starts perf stat of thread @p tid as number @p i, its counters disabled. */
+static void perf_spawn(struct perf_run *run, unsigned int i, int tid, const char *filter)
+{
+	struct perf_probe *pr = &run->probe;
+	char ctl[128], ack[128], control[264], log[128], tids[16];
+	int fd;
+
+	perf_path(run, ctl, sizeof(ctl), "ctl", i);
+	perf_path(run, ack, sizeof(ack), "ack", i);
+	perf_path(run, log, sizeof(log), "log", i);
+	perf_path(run, pr->perf_out[i], sizeof(pr->perf_out[i]), "out", i);
+	snprintf(control, sizeof(control), "fifo:%s,%s", ctl, ack);
+	snprintf(tids, sizeof(tids), "%d", tid);
+	/*
+	 * Both ends read and write, as perf opens them: neither open waits for the other end,
+	 * and a command waits in the fifo until perf has started.
+	 */
+	if (mkfifo(ctl, 0600) < 0 || mkfifo(ack, 0600) < 0 ||
+	    (pr->perf_ctl[i] = open(ctl, O_RDWR | O_CLOEXEC)) < 0 ||
+	    (pr->perf_ack[i] = open(ack, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "vsock-perf: perf stat's control fifos %s: %s\n", ctl,
+			strerror(errno));
+		perf_close(run, i);
+	} else {
+		pr->perf_pid[i] = fork();
+	}
+	if (pr->perf_pid[i] == 0) {
+		/* Its "Events enabled" and the like, or why it failed: perf_abandon() says. */
+		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0)
+			dup2(fd, STDERR_FILENO);
+		execlp("perf", "perf", "stat", "-x", ",", "-D", "-1", "--control", control,
+		       "-e", "raw_syscalls:sys_enter", "--filter", filter,
+		       "-e", "syscalls:sys_enter_epoll_wait", "-t", tids, "-o", pr->perf_out[i],
+		       (char *)NULL);
+		if (write(STDERR_FILENO, "perf could not be run\n", 22) < 0)
+			_exit(126);
+		_exit(127);
+	}
+	/* Readable when perf exits: a perf that cannot count ends the wait for its ack. */
+	if (pr->perf_pid[i] > 0)
+		pr->perf_pidfd[i] = (int)syscall(SYS_pidfd_open, pr->perf_pid[i], 0);
+	if (pr->perf_pid[i] < 0)
+		perf_close(run, i);
+}
+
 void perf_syscalls_start(struct perf_run *run)
 {
 	struct perf_probe *pr = &run->probe;
@@ -152,29 +292,22 @@ void perf_syscalls_start(struct perf_run *run)
 	/*
 	 * The syscalls other than epoll_wait in a counter of their own: subtracting a
 	 * separate epoll_wait counter, enabled a moment apart, leaves thousands of an idle
-	 * worker's epoll_waits in the difference when perf is slow to start both.
+	 * worker's epoll_waits in the difference.
 	 */
 	snprintf(not_epoll, sizeof(not_epoll), "id != %d", (int)SYS_epoll_wait);
 	for (i = 0; i < PS_NB; i++) {
-		char tid[16];
-
 		pr->perf_pid[i] = -1;
-		if (!run->plan.syscalls || tids[i] < 0)
-			continue;
-		snprintf(tid, sizeof(tid), "%d", tids[i]);
-		snprintf(pr->perf_out[i], sizeof(pr->perf_out[i]), "%s/perf-syscalls-%u.txt",
-			 run_dir(run), i);
-		pr->perf_pid[i] = fork();
-		if (pr->perf_pid[i] == 0) {
-			execlp("perf", "perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter",
-			       "--filter", not_epoll, "-e", "syscalls:sys_enter_epoll_wait", "-t",
-			       tid, "-o", pr->perf_out[i], (char *)NULL);
-			_exit(127);
-		}
+		pr->perf_ctl[i] = pr->perf_ack[i] = pr->perf_pidfd[i] = -1;
+		if (run->plan.syscalls && tids[i] >= 0)
+			perf_spawn(run, i, tids[i], not_epoll);
 	}
-	/* perf needs a moment to attach; what it misses is the window's first instant. */
-	if (pr->perf_pid[PS_WORKER] > 0 || pr->perf_pid[PS_CLIENT] > 0)
-		usleep(50000);
+	/*
+	 * Both start at once, disabled; the window opens once each has acked its "enable",
+	 * this thread's last, so that its count holds only the few syscalls of that ack.
+	 */
+	for (i = 0; i < PS_NB; i++)
+		if (pr->perf_pid[i] > 0 && !perf_command(pr, i, "enable\n"))
+			perf_abandon(run, i, "did not start");
 }
 
 /* Whether @p pid ended within about @p ms milliseconds (reaped if so). */
@@ -190,6 +323,18 @@ static bool reaped_within(pid_t pid, unsigned int ms)
 	return false;
 }
 
+/*
+ * A count of perf stat's CSV output: "<not counted>" is a thread that never ran while its
+ * counter was enabled (from before the window on), so made no syscall; anything else that
+ * is not a number (<not supported>) is unknown.
+ */
+static long perf_count(const char *line)
+{
+	if (line[0] >= '0' && line[0] <= '9')
+		return atol(line);
+	return strncmp(line, "<not counted>", 13) == 0 ? 0 : -1;
+}
+
 long perf_syscalls_stop(struct perf_run *run, unsigned int i, long *epolls)
 {
 	struct perf_probe *pr = &run->probe;
@@ -201,6 +346,12 @@ long perf_syscalls_stop(struct perf_run *run, unsigned int i, long *epolls)
 	*epolls = -1;
 	if (pid <= 0)
 		return -1;
+	/* Its counts final at the window's end, whenever it then stops. */
+	if (!perf_command(pr, i, "disable\n")) {
+		perf_abandon(run, i, "did not stop counting");
+		return -1;
+	}
+	perf_close(run, i);
 	pr->perf_pid[i] = -1;
 	/*
 	 * perf stat -t sometimes sleeps on after its first SIGINT (seen a few times in a
@@ -225,9 +376,9 @@ long perf_syscalls_stop(struct perf_run *run, unsigned int i, long *epolls)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		if (strstr(line, "raw_syscalls:sys_enter"))
-			n = atol(line);
+			n = perf_count(line);
 		else if (strstr(line, "sys_enter_epoll_wait"))
-			*epolls = atol(line);
+			*epolls = perf_count(line);
 	}
 	fclose(f);
 	return n;

@@ -31,6 +31,8 @@ enum { PS_WORKER, PS_CLIENT, PS_NB };
 /* What the probe keeps between the start and the stop of a window. */
 struct perf_probe {
 	pid_t perf_pid[PS_NB];		/* perf stat of each thread; -1: none running */
+	int perf_ctl[PS_NB], perf_ack[PS_NB];	/* its control fifo and ack fifo */
+	int perf_pidfd[PS_NB];		/* readable once it has exited */
 	char perf_out[PS_NB][128];	/* where it writes */
 	/* The native host end's statistics, read in place (8 KiB of burst histograms). */
 	struct vsock_pmd_vm_stats vm_stats;
@@ -56,12 +58,15 @@ void perf_busy_add(struct perf_busy *acc, const struct perf_counters *c0,
 /* busy / tsc; NAN when unknown. */
 double perf_busy_share(const struct perf_busy *acc);
 
-/* With --syscalls: perf stat of each thread from here to perf_syscalls_stop(). */
+/*
+ * With --syscalls: perf stat of each thread from here to perf_syscalls_stop(), counting
+ * from its return on (each perf enabled and acked through its control fifo).
+ */
 void perf_syscalls_start(struct perf_run *run);
 /*
  * Syscalls of thread @p i in the window other than epoll_wait (in @p *epolls): an idle
  * worker round asks the kernel for socket events every time, so those count idleness, not
- * packets. -1: not measured.
+ * packets. Counting ends first (perf disabled and acked), then perf. -1: not measured.
  */
 long perf_syscalls_stop(struct perf_run *run, unsigned int i, long *epolls);
 
