@@ -15,6 +15,13 @@ def ok(cond, what):
     return bool(cond)
 
 
+def skip(what, why):
+    """A check that cannot run here, and why (a TAP SKIP)."""
+    global n
+    n += 1
+    print(f"ok {n} - {what} # SKIP {why}", flush=True)
+
+
 def done():
     """The plan, then the exit status."""
     print(f"1..{n}")
