@@ -24,6 +24,11 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 	unsigned int i;
 	uint64_t ring;
 
+	/*
+	 * First what the worker did since the last round: the tx ring's room it made and the
+	 * credit it gave back are this round's to send into, not the next one's.
+	 */
+	vfe_guest_poll(g);
 	for (i = 0; i < n; i++) {
 		struct pconn *pc = &run->pconns[i];
 		uint32_t credit = vfe_guest_credit(pc->gc);
@@ -40,8 +45,7 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 		if (w > 0)
 			pc->sent += (uint64_t)w;
 	}
-	vfe_guest_poll(g);
-	/* What the worker has not taken off the tx ring yet (the poll just counted it). */
+	/* What the worker has not taken off the tx ring yet (as of the poll, and what followed). */
 	ring = (uint64_t)(g->v->vq[VFE_VSOCK_TX].num - vfe_guest_tx_free(g)) * payload;
 	for (i = 0; i < n; i++) {
 		struct pconn *pc = &run->pconns[i];
