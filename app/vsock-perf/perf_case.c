@@ -53,16 +53,22 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 		uint64_t past = out > ring ? out - ring : 0;
 
 		/*
-		 * A Unix socket reader takes HOST_BATCH bytes or more a syscall while the guest
-		 * streams. Less is past the ring: the socket has room, so the worker goes on
-		 * without this read (when the worker is behind, the ring holds what is
-		 * outstanding, and a read would find nothing). It reads what is past the ring
-		 * when the guest's credit is short (unread bytes may hold it back; the app
-		 * counts what it wrote, so mostly the credit waits for its update and a read
-		 * would find nothing) and all there is when the stream drains.
+		 * The host end takes HOST_BATCH bytes or more a read while the guest streams,
+		 * either host end alike (so that native/uds compares backends, not clients): a
+		 * Unix socket read is a syscall, and a native read that finds nothing costs
+		 * the client as much as dozens of packets' worth of checks. Less is past the
+		 * ring: the socket or the pipe has room, so the worker goes on without this read
+		 * (when the worker is behind, the ring holds what is outstanding, and a read
+		 * would find nothing). It reads what is past the ring when the guest's credit is
+		 * short (unread bytes may hold it back; mostly the credit waits for its update
+		 * and a read would find nothing) and all there is when the stream drains. The
+		 * native pipe counts mbufs, not bytes, and a burst of a few packets takes an mbuf
+		 * of its own: it may be full with less than HOST_BATCH in it, so a native end also
+		 * reads what is past when the guest's ring is full (the worker may wait for it).
 		 */
-		if (run->host == H_UDS && more && past < HOST_BATCH &&
-		    (past == 0 || vfe_guest_credit(pc->gc) >= payload))
+		if (more && past < HOST_BATCH &&
+		    (past == 0 || (vfe_guest_credit(pc->gc) >= payload &&
+				   (run->host == H_UDS || vfe_guest_tx_free(g) > 0))))
 			continue;
 		perf_host_recv(run, pc, UINT64_MAX);
 	}
