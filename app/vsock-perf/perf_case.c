@@ -89,12 +89,14 @@ static void h2g_round(struct perf_run *run, unsigned int n, bool more)
 		w = perf_host_send(run, pc, pc->base + pc->sent, PERF_PAT_RUN);
 		pc->sent += (uint64_t)w;
 		/*
-		 * A Unix socket that took less than offered is full: it has room again once the
-		 * worker drained it into the guest, so the next write waits until the guest took
-		 * HOST_BATCH bytes more (that much then fits, and more than that is queued: the
-		 * worker does not run dry). One syscall per round would be one per few packets.
+		 * A Unix socket or a native pipe that took less than offered is full: it has room
+		 * again once the worker drained it into the guest, so the next write waits until
+		 * the guest took HOST_BATCH bytes more (that much then fits, and more than that
+		 * is queued: the worker does not run dry). One syscall per round would be one per
+		 * few packets; a native send per round would offer the same held mbufs to a full
+		 * pipe again and again.
 		 */
-		if (run->host == H_UDS && w < (long)PERF_PAT_RUN)
+		if (w < (long)PERF_PAT_RUN)
 			pc->send_at = pc->rcvd + HOST_BATCH;
 	}
 	vfe_guest_poll(g);

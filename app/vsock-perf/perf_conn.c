@@ -65,9 +65,10 @@ bool perf_stream_check(const struct perf_run *run, struct pconn *pc, const uint8
 /* ---- the host end: a Unix socket of the app, or the native API in this process ---- */
 
 /*
- * Native: offer the guest @p len bytes of the pattern from @p at, in NATIVE_SEG-byte mbufs
- * (NATIVE_FILL at most). What the ring does not take stays held and is offered first next
- * time, so @p at must then be where the held bytes start. Returns bytes taken.
+ * Native: offer the guest @p len bytes of the pattern from @p at, in NATIVE_SEG-byte mbufs,
+ * NATIVE_FILL filled and handed over at a time, until the pipe takes fewer than offered. What
+ * it does not take stays held and is offered first next time, so @p at must then be where
+ * the held bytes start. Returns bytes taken.
  */
 static long native_send(const struct perf_run *run, struct pconn *pc, uint64_t at, uint64_t len)
 {
@@ -75,38 +76,43 @@ static long native_send(const struct perf_run *run, struct pconn *pc, uint64_t a
 	long taken = 0;
 	int n;
 
-	if (pc->held_off == pc->nb_held) {
-		unsigned int nb = (unsigned int)RTE_MIN((len + NATIVE_SEG - 1) / NATIVE_SEG,
-							(uint64_t)NATIVE_FILL);
+	for (;;) {
+		if (pc->held_off == pc->nb_held) {
+			uint64_t left = len - (uint64_t)taken;
+			unsigned int nb = (unsigned int)RTE_MIN(
+				(left + NATIVE_SEG - 1) / NATIVE_SEG, (uint64_t)NATIVE_FILL);
 
-		pc->nb_held = pc->held_off = 0;
-		if (nb == 0 || rte_pktmbuf_alloc_bulk(run->native.pool, pc->held, nb) != 0)
-			return 0;
-		for (i = 0; i < nb; i++) {
-			uint16_t l = (uint16_t)RTE_MIN(len - (uint64_t)i * NATIVE_SEG,
-						       (uint64_t)NATIVE_SEG);
+			pc->nb_held = pc->held_off = 0;
+			if (nb == 0 || rte_pktmbuf_alloc_bulk(run->native.pool, pc->held, nb) != 0)
+				return taken;
+			for (i = 0; i < nb; i++) {
+				uint16_t l = (uint16_t)RTE_MIN(left - (uint64_t)i * NATIVE_SEG,
+							       (uint64_t)NATIVE_SEG);
+				uint64_t off = at + (uint64_t)taken + (uint64_t)i * NATIVE_SEG;
 
-			/* The host program's one copy: the pattern into the mbuf. */
-			memcpy(rte_pktmbuf_mtod(pc->held[i], void *),
-			       perf_pat_at(run->pat, at + (uint64_t)i * NATIVE_SEG), l);
-			pc->held[i]->data_len = l;
-			pc->held[i]->pkt_len = l;
-			pc->held_len[i] = l;
+				/* The host program's one copy: the pattern into the mbuf. */
+				memcpy(rte_pktmbuf_mtod(pc->held[i], void *),
+				       perf_pat_at(run->pat, off), l);
+				pc->held[i]->data_len = l;
+				pc->held[i]->pkt_len = l;
+				pc->held_len[i] = l;
+			}
+			pc->nb_held = (uint16_t)nb;
 		}
-		pc->nb_held = (uint16_t)nb;
+		n = vsock_native_send_burst(pc->h, pc->held + pc->held_off,
+					    (uint16_t)(pc->nb_held - pc->held_off));
+		if (n < 0) {
+			if (pc->herr == 0)
+				pc->herr = n;
+			return taken;
+		}
+		/* Taken mbufs are the library's now: their lengths were noted before. */
+		for (k = 0; k < (unsigned int)n; k++)
+			taken += pc->held_len[pc->held_off + k];
+		pc->held_off = (uint16_t)(pc->held_off + n);
+		if (pc->held_off < pc->nb_held)
+			return taken;
 	}
-	n = vsock_native_send_burst(pc->h, pc->held + pc->held_off,
-				    (uint16_t)(pc->nb_held - pc->held_off));
-	if (n < 0) {
-		if (pc->herr == 0)
-			pc->herr = n;
-		return 0;
-	}
-	/* Taken mbufs are the library's now: their lengths were noted before. */
-	for (k = 0; k < (unsigned int)n; k++)
-		taken += pc->held_len[pc->held_off + k];
-	pc->held_off = (uint16_t)(pc->held_off + n);
-	return taken;
 }
 
 /* Native: take and check whatever the guest sent. Returns bytes. */

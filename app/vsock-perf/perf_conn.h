@@ -26,14 +26,15 @@ struct rte_mbuf;
 #define MAX_CONNS 1024
 /* Native host end: mbufs per send or receive call, payload bytes per mbuf. */
 #define NATIVE_BURST 32
-/*
- * mbufs a send fills before it hands them over (16 KiB): the worker copies them into the
- * guest while the next ones are filled, as a reader of a Unix socket takes the first part
- * of a large send() while the kernel still copies the rest, where a whole burst filled
- * first would make a round trip wait for all of it.
- */
-#define NATIVE_FILL 8
 #define NATIVE_SEG 2048u
+/*
+ * mbufs a send fills before it hands them over: HOST_BATCH bytes, what the Unix socket host
+ * end writes a syscall in a stream, so that native/uds compares backends, not clients. The
+ * worker copies them into the guest while the next ones are filled, as a reader of a Unix
+ * socket takes the first part of a large send() while the kernel still copies the rest,
+ * where a whole send filled first would make a round trip wait for all of it.
+ */
+#define NATIVE_FILL (HOST_BATCH / NATIVE_SEG)
 /*
  * Stream bytes a Unix socket host end lets the guest move between two of its syscalls while
  * the socket's queue holds enough to keep the worker busy: a syscall costs this client
@@ -49,8 +50,8 @@ struct pconn {
 	int h;			/* native host end: connection handle */
 	int herr;		/* native: the first error a data call returned */
 	/* Native: mbufs filled and offered, not taken yet (the ring was full). */
-	struct rte_mbuf *held[NATIVE_BURST];
-	uint16_t held_len[NATIVE_BURST];
+	struct rte_mbuf *held[NATIVE_FILL];
+	uint16_t held_len[NATIVE_FILL];
 	uint16_t nb_held, held_off;
 	uint64_t base;		/* pattern offset of this connection's stream */
 	uint64_t sent, rcvd;	/* bytes handed to the transport, checked at the other end */
