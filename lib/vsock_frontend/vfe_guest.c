@@ -518,16 +518,21 @@ uint32_t vfe_guest_credit(const struct vfe_guest_conn *c)
 	return in_flight >= c->peer_buf_alloc ? 0 : c->peer_buf_alloc - in_flight;
 }
 
+/* len bytes of data went on the tx queue, with our fwd_cnt in their headers. */
+static void tx_counted(struct vfe_guest_conn *c, uint32_t len)
+{
+	c->tx_cnt += len;
+	c->fwd_sent = c->fwd_cnt;
+}
+
 static int rw_packet(struct vfe_guest *g, struct vfe_guest_conn *c, const void *buf, uint32_t len,
 		uint32_t flags)
 {
 	struct vfe_vsock_pkt pkt = hdr_for(g, c, VIRTIO_VSOCK_OP_RW, len, flags);
 	int rc = tx_packet(g, &pkt, buf);
 
-	if (rc == 0) {
-		c->tx_cnt += len;
-		c->fwd_sent = c->fwd_cnt;
-	}
+	if (rc == 0)
+		tx_counted(c, len);
 	return rc;
 }
 
@@ -536,6 +541,7 @@ long vfe_guest_send(struct vfe_guest *g, struct vfe_guest_conn *c, const void *b
 	struct vfe_vsock_pkt pkt = hdr_for(g, c, VIRTIO_VSOCK_OP_RW, 0, 0);
 	const uint8_t *p = buf;
 	struct virtio_vsock_hdr h;
+	uint32_t credit;
 	size_t done = 0;
 
 	if (c->state != VFE_GC_ESTABLISHED)
@@ -546,10 +552,12 @@ long vfe_guest_send(struct vfe_guest *g, struct vfe_guest_conn *c, const void *b
 	/*
 	 * The packets of one call differ in their length alone (fwd_cnt moves only when the
 	 * test consumes): the header is encoded once and each packet's length stamped in it.
+	 * The peer's credit, too, moves only when we poll: taken once, less what we send.
 	 */
 	vfe_vsock_build(&h, &pkt);
+	credit = vfe_guest_credit(c);
 	while (done < len) {
-		uint32_t n = vfe_guest_credit(c);
+		uint32_t n = credit - (uint32_t)done;
 
 		if (n > len - done)
 			n = (uint32_t)(len - done);
@@ -563,11 +571,10 @@ long vfe_guest_send(struct vfe_guest *g, struct vfe_guest_conn *c, const void *b
 		}
 		if (tx_put(g, &pkt, &h, p + done) < 0)
 			break;
-		c->tx_cnt += n;
 		done += n;
 	}
 	if (done) {
-		c->fwd_sent = c->fwd_cnt;
+		tx_counted(c, (uint32_t)done);
 		queue_kick(g, VFE_VSOCK_TX);
 	}
 	return (long)done;
