@@ -138,11 +138,8 @@ static void verify(const struct perf_run *run, struct result *r, unsigned int n)
 				 strerror(-pc->herr));
 			return;
 		}
-		if (pc->bad_at != UINT64_MAX || pc->rcvd != pc->sent) {
+		if (!perf_pconn_ok(pc, "conn", i, r->err, sizeof(r->err))) {
 			r->ok = false;
-			snprintf(r->err, sizeof(r->err), "conn %u: sent %llu, received %llu, "
-				 "first bad byte %lld", i, (unsigned long long)pc->sent,
-				 (unsigned long long)pc->rcvd, (long long)pc->bad_at);
 			return;
 		}
 	}

@@ -5,6 +5,7 @@
  * each direction is checked against.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -312,6 +313,17 @@ bool perf_all_received(const struct perf_run *run, unsigned int n)
 			return false;
 	}
 	return true;
+}
+
+bool perf_pconn_ok(const struct pconn *pc, const char *what, unsigned int i, char *err,
+		   size_t len)
+{
+	if (pc->bad_at == UINT64_MAX && pc->rcvd == pc->sent)
+		return true;
+	snprintf(err, len, "%s %u: sent %llu, received %llu, first bad byte %lld", what, i,
+		 (unsigned long long)pc->sent, (unsigned long long)pc->rcvd,
+		 (long long)pc->bad_at);
+	return false;
 }
 
 uint64_t perf_total_rcvd(const struct perf_run *run, unsigned int n)

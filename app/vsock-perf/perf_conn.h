@@ -74,6 +74,12 @@ int perf_open_conns(struct perf_run *run, enum mode m, unsigned int n);
 void perf_close_conns(struct perf_run *run, unsigned int n);
 /* Every byte sent on the first @p n has arrived, checked. */
 bool perf_all_received(const struct perf_run *run, unsigned int n);
+/*
+ * The books of @p pc at the end: every byte sent arrived and matched. If not, false, and
+ * @p err says so, as "<what> <i>: sent ..., received ..., first bad byte ...".
+ */
+bool perf_pconn_ok(const struct pconn *pc, const char *what, unsigned int i, char *err,
+		   size_t len);
 uint64_t perf_total_rcvd(const struct perf_run *run, unsigned int n);
 
 #endif /* APP_VSOCK_PERF_PERF_CONN_H */

@@ -255,33 +255,20 @@ static bool slice(struct perf_run *run, struct iso *iso, enum iso_cond c, char *
 static bool books(const struct perf_run *run, const struct iso *iso, char *err, size_t len)
 {
 	const struct dp_env *e = &run->env.dp;
-	const struct pconn *pc = NULL, *pp = &iso->pp;
 	unsigned int i;
 
-	for (i = 0; i < run->plan.flood_conns && pc == NULL; i++) {
-		const struct pconn *f = &run->pconns[i];
-
-		if (f->bad_at != UINT64_MAX || f->rcvd != f->sent)
-			pc = f;
-	}
 	if (e->g.errors || iso->peer.g.errors) {
 		snprintf(err, len, "VM %d's guest saw a protocol breach: %.100s",
 			 e->g.errors ? DP_CID : ISO_PEER_CID,
 			 e->g.errors ? e->g.err : iso->peer.g.err);
 		return false;
 	}
-	if (pp->bad_at != UINT64_MAX || pp->rcvd != pp->sent) {
-		snprintf(err, len, "VM 5: %llu bytes pinged, %llu echoed, first bad byte %lld",
-			 (unsigned long long)pp->sent, (unsigned long long)pp->rcvd,
-			 (long long)pp->bad_at);
+	/* VM 5's pings: sent what it pinged, received what came back. */
+	if (!perf_pconn_ok(&iso->pp, "VM", ISO_PEER_CID, err, len))
 		return false;
-	}
-	if (pc != NULL) {
-		snprintf(err, len, "flood conn %u: sent %llu, received %llu, first bad byte %lld",
-			 (unsigned int)(pc - run->pconns), (unsigned long long)pc->sent,
-			 (unsigned long long)pc->rcvd, (long long)pc->bad_at);
-		return false;
-	}
+	for (i = 0; i < run->plan.flood_conns; i++)
+		if (!perf_pconn_ok(&run->pconns[i], "flood conn", i, err, len))
+			return false;
 	return true;
 }
 
