@@ -45,7 +45,12 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 		if (w > 0)
 			pc->sent += (uint64_t)w;
 	}
-	/* What the worker has not taken off the tx ring yet (as of the poll, and what followed). */
+	/*
+	 * What the worker has not taken off the tx ring yet, polled again after the sends: the
+	 * first poll's count would hold what the worker took meanwhile, and with many
+	 * connections each one's outstanding bytes would all look still on the ring, never read.
+	 */
+	vfe_guest_poll(g);
 	ring = (uint64_t)(g->v->vq[VFE_VSOCK_TX].num - vfe_guest_tx_free(g)) * payload;
 	for (i = 0; i < n; i++) {
 		struct pconn *pc = &run->pconns[i];
@@ -274,6 +279,13 @@ void perf_run_stream(struct perf_run *run, struct result *r)
 	r->gbps = (double)r->bytes * 8 / (double)(t1 - t0);
 	r->mpps = (double)r->msgs / (double)(t1 - t0) * 1e3;
 	verify(run, r, n);
+	if (r->ok && r->bytes == 0) {
+		/* The window went on STALL_TIMEOUT_NS past its end for a byte: none came. */
+		r->ok = false;
+		snprintf(r->err, sizeof(r->err), "no byte arrived in the window, %llu s past its "
+			 "end: the stream stalled",
+			 (unsigned long long)(STALL_TIMEOUT_NS / 1000000000u));
+	}
 }
 
 /*
