@@ -471,7 +471,8 @@ static size_t end_take(struct ep *e, size_t len)
 	return n;
 }
 
-ssize_t ep_sock_writev(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
+ssize_t ep_sock_writev(struct ep *e, struct ep_io *io __rte_unused, const struct iovec *iov,
+		       unsigned int n, size_t len)
 {
 	struct fake_end *f = open_end(e);
 	bool whole = e->caps & EP_CAP_WHOLE_MSG;

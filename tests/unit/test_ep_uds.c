@@ -16,6 +16,7 @@
 
 #include "ep_uds.h"
 #include "path_check.h"
+#include "vsock_pkt.h"
 #include "tap.h"
 
 static int parse(const char *s, uint32_t *port)
@@ -181,6 +182,80 @@ static void test_sockets(const char *dir)
 	       ep_uds_listen(longp) == -ENAMETOOLONG, "path longer than sun_path: -ENAMETOOLONG");
 }
 
+/* Events of @p h now, the last one in *@p last. */
+static int events(struct ep_host *h, struct ep_event *last)
+{
+	struct ep_event ev[8];
+	int n = ep_host_events(h, ev, 8);
+
+	if (n > 0)
+		*last = ev[n - 1];
+	return n;
+}
+
+/*
+ * A socket endpoint asks for EPOLLOUT only while a write waits for room: the far side's
+ * reads raise no event otherwise (each would cost an epoll_wait on a round trip's path),
+ * and once a write came up short, the room the far side makes is reported, once.
+ */
+static void test_epollout(const char *dir)
+{
+	static char chunk[65536], sink[65536];
+	const struct ep_addr a = { .dst_port = 2000, .type = VIRTIO_VSOCK_TYPE_STREAM };
+	struct iovec one, scratch[4];
+	struct ep_io io = { .iov = scratch, .n = 4 };
+	struct ep_event ev = { 0 };
+	struct mq q = { 0 };
+	char base[96], path[128];
+	uint32_t held = 0, moved;
+	struct ep_host h;
+	struct ep e;
+	ssize_t w = 0;
+	int lfd, afd, n, rounds = 0;
+
+	snprintf(base, sizeof(base), "%s/out.vsock", dir);
+	snprintf(path, sizeof(path), "%s_2000", base);
+	lfd = ep_uds_listen(path);
+	ep_init(&e);
+	if (lfd < 0 || ep_host_init(&h, base, -1, NULL, NULL) < 0 ||
+	    ep_connect(&h, &e, 42, &a, NULL) != 0 || (afd = ep_uds_accept(lfd)) < 0) {
+		tap_ok(0, "a socket endpoint connected");
+		return;
+	}
+	io.epfd = h.epfd;
+	events(&h, &ev);	/* what the registration reported */
+	one = (struct iovec){ .iov_base = chunk, .iov_len = 64 };
+	tap_ok(ep_sock_writev(&e, &io, &one, 1, 64) == 64 && read(afd, sink, 64) == 64 &&
+	       events(&h, &ev) == 0 && !e.want_out,
+	       "a write taken whole, read by the far side: no event, EPOLLOUT not asked for");
+
+	/* Fill the socket: a short write asks for EPOLLOUT. */
+	one = (struct iovec){ .iov_base = chunk, .iov_len = sizeof(chunk) };
+	while (rounds++ < 1024 && (w = ep_sock_writev(&e, &io, &one, 1, sizeof(chunk))) ==
+	       (ssize_t)sizeof(chunk))
+		;
+	tap_ok(w >= 0 && w < (ssize_t)sizeof(chunk) && !(e.ev & EP_WRITABLE) && e.want_out,
+	       "a short write: not writable, EPOLLOUT asked for");
+	tap_ok(events(&h, &ev) == 0, "no event while the socket stays full");
+	while ((n = (int)read(afd, sink, sizeof(sink))) > 0)
+		;
+	n = events(&h, &ev);
+	tap_ok(n == 1 && ev.token == 42 && (ev.ev & EP_WRITABLE),
+	       "the far side drained it: one event, writable, with the endpoint's token");
+	e.ev |= ev.ev;
+
+	/* Nothing left waiting: EPOLLOUT dropped, reads silent again. */
+	tap_ok(ep_sock_send(&e, &io, &q, &held, &moved) == 0 && !e.want_out,
+	       "the queue empty after a send: EPOLLOUT no longer asked for");
+	one = (struct iovec){ .iov_base = chunk, .iov_len = 64 };
+	tap_ok(ep_sock_writev(&e, &io, &one, 1, 64) == 64 && read(afd, sink, 64) == 64 &&
+	       events(&h, &ev) == 0, "and the far side's reads raise no event again");
+	close(afd);
+	close(lfd);
+	ep_close(&e, true, NULL);
+	ep_host_fini(&h);
+}
+
 /* Only a socket is ever removed from where a listener goes; anything else is refused. */
 static void test_listen_path(const char *dir)
 {
@@ -231,6 +306,7 @@ int main(void)
 	if (mkdtemp(dir)) {
 		test_sockets(dir);
 		test_listen_path(dir);
+		test_epollout(dir);
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 		if (system(cmd) != 0)
 			tap_diag("could not remove %s", dir);

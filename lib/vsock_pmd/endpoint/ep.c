@@ -85,16 +85,21 @@ int ep_host_events(struct ep_host *h, struct ep_event *out, int max)
 	return n < 0 ? 0 : n;
 }
 
+/*
+ * Edge-triggered, without EPOLLOUT until a write finds the socket full (ep_sock_writev()):
+ * registered for it, a socket raises an edge each time the far side reads, an epoll_wait
+ * with nothing to do, on a round trip's path. Firecracker's and vhost-device-vsock's
+ * muxers ask for EPOLLOUT the same way, only while bytes wait for room.
+ */
 static int sock_register(struct ep_host *h, struct ep *e, uint64_t token)
 {
-	struct epoll_event ev = {
-		.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-		.data.u64 = token,
-	};
+	struct epoll_event ev = { .events = EP_SOCK_EVENTS, .data.u64 = token };
 
 	if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, e->fd, &ev) < 0)
 		return -errno;
-	/* Edge-triggered: assume both ways ready until a syscall says otherwise. */
+	e->token = token;
+	e->want_out = false;
+	/* Assume both ways ready until a syscall says otherwise. */
 	e->ev |= EP_READABLE | EP_WRITABLE;
 	return 0;
 }

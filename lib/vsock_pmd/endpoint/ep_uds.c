@@ -165,7 +165,36 @@ size_t ep_uds_format_ok(char *buf, uint32_t port)
 
 /* ---- the bytes of a socket endpoint (ep.h) ---- */
 
-ssize_t ep_sock_writev(struct ep *e, const struct iovec *iov, unsigned int n, size_t len)
+/*
+ * Ask for EPOLLOUT (@p on) or stop asking (sock_register() says why it is not always asked
+ * for). The modification reports the socket at once if it is writable already, so no room
+ * made between the short write and this call is missed. Should it fail, the endpoint stays
+ * writable: the next round writes again rather than waiting for an edge that never comes.
+ */
+static void sock_want_out(struct ep *e, const struct ep_io *io, bool on)
+{
+	struct epoll_event ev = {
+		.events = EP_SOCK_EVENTS | (on ? EPOLLOUT : 0),
+		.data.u64 = e->token,
+	};
+
+	if (e->want_out == on)
+		return;
+	if (epoll_ctl(io->epfd, EPOLL_CTL_MOD, e->fd, &ev) == 0)
+		e->want_out = on;
+	else if (on)
+		e->ev |= EP_WRITABLE;
+}
+
+/* The socket took less than offered: the next bytes wait for EPOLLOUT. */
+static void sock_full(struct ep *e, const struct ep_io *io)
+{
+	e->ev &= ~EP_WRITABLE;
+	sock_want_out(e, io, true);
+}
+
+ssize_t ep_sock_writev(struct ep *e, struct ep_io *io, const struct iovec *iov, unsigned int n,
+		       size_t len)
 {
 	struct msghdr mh = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = n };
 	ssize_t w;
@@ -175,14 +204,13 @@ ssize_t ep_sock_writev(struct ep *e, const struct iovec *iov, unsigned int n, si
 	} while (w < 0 && errno == EINTR);
 	if (w < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			e->ev &= ~EP_WRITABLE;
+			sock_full(e, io);
 			return 0;
 		}
 		return errno == EMSGSIZE ? -EMSGSIZE : -EIO;
 	}
-	/* Full: the next bytes wait for EPOLLOUT. */
 	if ((size_t)w < len)
-		e->ev &= ~EP_WRITABLE;
+		sock_full(e, io);
 	return w;
 }
 
@@ -209,12 +237,15 @@ int ep_sock_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held, u
 		}
 		if (!whole)
 			break;	/* the rest of the message is still in the guest */
-		n = ep_sock_writev(e, io->iov, cnt, want);
+		n = ep_sock_writev(e, io, io->iov, cnt, want);
 		if (n < 0)
 			return (int)n;
 		mq_consume(q, (uint32_t)n, held);
 		*moved += (uint32_t)n;
 	}
+	/* All out: the far side's reads are of no interest again until a write is short. */
+	if (!q->bytes)
+		sock_want_out(e, io, false);
 	return 0;
 }
 

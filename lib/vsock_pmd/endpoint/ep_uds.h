@@ -14,11 +14,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 
 #include "ep.h"	/* struct ep_uds_line */
 
 /** Longest "OK <port>\n" reply. */
 #define EP_UDS_OK_MAX 16
+
+/** A socket endpoint's epoll events; EPOLLOUT joins them while a write waits for room. */
+#define EP_SOCK_EVENTS (EPOLLIN | EPOLLRDHUP | EPOLLET)
 
 /**
  * Make room for a socket we are about to bind at @p path: a socket file left there (by a run

@@ -370,6 +370,7 @@ struct conn_table *conn_table_create(const struct conn_table_conf *conf)
 	}
 	t->conf = *conf;
 	t->host.epfd = -1;
+	t->io.epfd = -1;
 	t->io.pool = conf->pool;
 	t->io.room = rte_pktmbuf_data_room_size(conf->pool) - RTE_PKTMBUF_HEADROOM;
 	t->dir_quota = conf->mbuf_quota ? RTE_MAX(conf->mbuf_quota / 2, 1u) : UINT32_MAX;
@@ -404,6 +405,7 @@ struct conn_table *conn_table_create(const struct conn_table_conf *conf)
 		return NULL;
 	}
 	t->conf.uds_path = t->host.uds_path;
+	t->io.epfd = t->host.epfd;
 	for (i = 0; i < conf->max_conns; i++)
 		ep_init(&t->conns[i].ep);
 	table_clear(t);

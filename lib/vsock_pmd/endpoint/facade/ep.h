@@ -74,23 +74,31 @@ struct ep_uds_line {
 };
 
 struct ep {
-	struct ep_pipe *pipe;	/* EP_PIPE: the pipe, of which we are side @p side */
+	union {
+		struct ep_pipe *pipe;	/* EP_PIPE: the pipe, of which we are side @p side */
+		uint64_t token;		/* EP_SOCK: its token in the host's epoll set */
+	};
 	int fd;			/* EP_SOCK: the socket; -1 otherwise */
 	uint16_t ev;
 	uint8_t kind;
 	uint8_t caps;
 	uint8_t side;
+	bool want_out;		/* EP_SOCK: EPOLLOUT asked for, a write waiting for room */
 	uint16_t held;		/* EP_PIPE: mbufs we put in the pipe that the far side has not taken */
 	struct ep_uds_line line;	/* EP_SOCK from the listener: its CONNECT line */
 };
 
-/** The table's scratch for endpoint I/O: one socket call's vector, one read's mbufs. */
+/**
+ * The table's scratch for endpoint I/O: one socket call's vector, one read's mbufs; and the
+ * epoll set of its host (ep_host), where a socket's EPOLLOUT is asked for and dropped.
+ */
 struct ep_io {
 	struct iovec *iov;
 	struct rte_mbuf **mbufs;
 	unsigned int n;			/* entries of each */
 	struct rte_mempool *pool;
 	uint32_t room;			/* payload bytes per mbuf */
+	int epfd;			/* ep_host.epfd, -1 before it is set up */
 };
 
 /** The host side of one table: where its endpoints come from and how their events come. */
@@ -192,7 +200,8 @@ int ep_handshake(struct ep *e, uint32_t *port, const char **early, uint32_t *ear
 int ep_established(struct ep *e, uint32_t host_port);
 
 /* Per kind; the facade below picks one. */
-ssize_t ep_sock_writev(struct ep *e, const struct iovec *iov, unsigned int n, size_t len);
+ssize_t ep_sock_writev(struct ep *e, struct ep_io *io, const struct iovec *iov, unsigned int n,
+		       size_t len);
 ssize_t ep_sock_readv(struct ep *e, const struct iovec *iov, unsigned int n, size_t len);
 int ep_sock_send(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held, uint32_t *moved);
 ssize_t ep_sock_recv(struct ep *e, struct ep_io *io, struct mq *q, uint32_t *held,
@@ -217,7 +226,7 @@ static inline ssize_t ep_writev(struct ep *e, struct ep_io *io, const struct iov
 {
 	switch (e->kind) {
 	case EP_SOCK:
-		return ep_sock_writev(e, iov, n, len);
+		return ep_sock_writev(e, io, iov, n, len);
 	case EP_PIPE:
 		return ep_pipe_writev(e, io, iov, n, len, held, max_mbufs);
 	default:
