@@ -441,6 +441,11 @@ bool dp_dev_host_prompt(const struct dp_dev *dev)
 	return conn_socket_count(dev->conns) != 0;
 }
 
+bool dp_dev_host_probe_ok(const struct dp_dev *dev)
+{
+	return dev->host_watched && conn_socket_count(dev->conns) == 1;
+}
+
 void dp_dev_kicks_disarm(struct dp_dev *dev)
 {
 	vq_disable_guest_kicks(&dev->vq[VSOCK_VQ_RX]);
@@ -502,6 +507,12 @@ unsigned int dp_dev_poll(struct dp_dev *dev, struct dp_scratch *s)
 	unsigned int work;
 	uint64_t now;
 
+	if (dev->host_probe) {
+		dev->host_probe = false;
+		/* Without an rx buffer there is nowhere to read to: the socket keeps its bytes. */
+		if (vq_avail_pending(&dev->vq[VSOCK_VQ_RX]))
+			conn_probe_host(dev->conns);
+	}
 	if (dp_dev_quiet(dev))
 		return 0;
 	work = guest_to_host(dev, s);

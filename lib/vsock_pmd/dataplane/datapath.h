@@ -73,6 +73,8 @@ struct dp_dev {
 	 */
 	bool host_watched;
 	bool host_ready;
+	/* Its worker's: this round reads the one socket connection unasked (conn_probe_host()). */
+	bool host_probe;
 	/*
 	 * Its worker's: the device is cold (polled only on news, its kicks asked for,
 	 * worker.c), whether it may be, its place in the worker's list of hot devices while it is not, and the
@@ -144,6 +146,14 @@ bool dp_dev_kicks_arm(struct dp_dev *dev);
  * that long at most, and an idle round saves a syscall.
  */
 bool dp_dev_host_prompt(const struct dp_dev *dev);
+
+/**
+ * Whether @p dev, idle, can have its host sockets looked at by a read rather than an
+ * epoll_wait: it has one socket connection, which dp_dev_poll() reads while host_probe is
+ * set. What else its sockets say (listener, hang-ups, the writable side) waits for the next
+ * epoll_wait, DP_HOST_EPOLL_BUSY_US at most.
+ */
+bool dp_dev_host_probe_ok(const struct dp_dev *dev);
 
 /** Polling again: the guest need not kick us. */
 void dp_dev_kicks_disarm(struct dp_dev *dev);

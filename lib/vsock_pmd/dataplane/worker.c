@@ -119,6 +119,12 @@ struct worker {
 	uint64_t host_interval;	/* TSC cycles between them while every device is busy */
 	/* Last round, a device with socket connections found no work, or none with cold ones. */
 	bool idle_seen;
+	/*
+	 * Last round's idle device with socket connections when it was the only one, every
+	 * device hot and it with one connection (dp_dev_host_probe_ok()); else NULL.
+	 */
+	struct dp_dev *probe;
+	unsigned int nb_prompt;	/* idle devices with socket connections this round */
 	int wake_fd;		/* eventfd the control side writes after a request or stop */
 	/* Adaptive mode: TSC at the first round without work since the last busy one, or 0. */
 	uint64_t idle_since;
@@ -267,8 +273,17 @@ static void host_events(struct worker *w)
 	if (!w->idle_seen) {
 		if (w->now - w->host_tsc < w->host_interval)
 			return;
-		w->host_tsc = w->now;
+	} else if (w->probe && w->now - w->host_tsc < w->host_interval) {
+		/*
+		 * One connection to look at: its read costs what the epoll_wait would, and
+		 * brings the bytes a syscall sooner (a round trip's critical path). The
+		 * epoll_wait still comes every host_interval for everything else.
+		 */
+		w->idle_seen = false;
+		w->probe->host_probe = true;
+		return;
 	}
+	w->host_tsc = w->now;
 	w->idle_seen = false;
 	n = epoll_wait(w->host_epfd, ev, RTE_DIM(ev), 0);
 	for (i = 0; i < n; i++) {
@@ -294,7 +309,11 @@ static inline bool poll_dev(struct worker *w, struct dp_dev *dev, unsigned int *
 		dev->busy_tsc = w->now;
 		return true;
 	}
-	w->idle_seen |= dp_dev_host_prompt(dev);
+	if (dp_dev_host_prompt(dev)) {
+		w->idle_seen = true;
+		w->probe = dev;
+		w->nb_prompt++;
+	}
 	if (likely(w->now - dev->busy_tsc < cold_cycles))
 		return true;
 	/* Not now: try again after as long (a timer or a pipe may keep it for a while). */
@@ -320,6 +339,8 @@ static unsigned int poll_hot(struct worker *w, uint64_t *pkts)
 	w->now = rte_get_tsc_cycles();
 	host_events(w);
 	sweep_cold(w);
+	w->probe = NULL;
+	w->nb_prompt = 0;
 	while (i < w->nb_hot) {
 		struct dp_dev *dev = w->hot[i];
 		uint64_t before = pkts ? dp_dev_packets(dev) : 0;
@@ -332,6 +353,9 @@ static unsigned int poll_hot(struct worker *w, uint64_t *pkts)
 	}
 	/* The cold devices' kicks are worth the kernel's time as soon as the worker idles. */
 	w->idle_seen |= work == 0 && w->nb_hot != w->nb_devs;
+	/* A cold device's kicks, or a second device's sockets, are for the epoll_wait alone. */
+	if (w->nb_prompt != 1 || w->nb_hot != w->nb_devs || !dp_dev_host_probe_ok(w->probe))
+		w->probe = NULL;
 	return work;
 }
 
@@ -369,6 +393,9 @@ static void apply_request(struct worker *w, const struct worker_req *req)
 			watch_dev(w, req->dev, EPOLL_CTL_ADD);
 		break;
 	case WORKER_DETACH:
+		/* The next round asks epoll, as after any change of the list. */
+		w->probe = NULL;
+		req->dev->host_probe = false;
 		for (i = 0; i < w->nb_devs; i++) {
 			if (w->devs[i] == req->dev) {
 				w->devs[i] = w->devs[--w->nb_devs];

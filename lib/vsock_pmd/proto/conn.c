@@ -923,6 +923,9 @@ static unsigned int direct_to_guest(struct conn_table *t, struct conn *c, const 
 		return 0;
 	}
 	t->stats.host_read_bytes += (uint64_t)got;
+	/* A socket that brought bytes is the one an idle round reads first (conn_probe_host()). */
+	if (got && !(c->ep.caps & EP_CAP_POLLED))
+		t->probe_token = conn_token(t, c);
 	/* A pipe's message end with no bytes before it in this read: an empty RW says it. */
 	if (got == 0 && !eom) {
 		data_update(t, c);	/* empty or ended: out of the line */

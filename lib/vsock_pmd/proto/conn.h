@@ -257,6 +257,16 @@ enum conn_idle conn_table_idle(const struct conn_table *t);
 uint32_t conn_socket_count(const struct conn_table *t);
 
 /**
+ * An idle round's look at the host without asking epoll first: when the table's one socket
+ * connection is a stream its guest may be sent bytes on, it goes on the data list as if
+ * readable, so that the next conn_to_guest_burst() reads it (one recvmsg(), which finds it
+ * empty or brings the bytes) where an epoll_wait() would have had to come first. Its epoll
+ * edges stay queued for the next conn_poll_host(), which takes listeners, hang-ups and the
+ * writable side as before. @return whether the connection will be read.
+ */
+bool conn_probe_host(struct conn_table *t);
+
+/**
  * Serve the host side: accept connections, read CONNECT lines, move bytes between host sockets
  * and the per-connection queues within credit, notice host closes, expire timers. At most
  * @p budget units of work (socket events and connection services).

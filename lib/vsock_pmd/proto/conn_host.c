@@ -325,6 +325,27 @@ static void timer_expire(struct conn_table *t, struct conn *c)
 	}
 }
 
+bool conn_probe_host(struct conn_table *t)
+{
+	struct conn *c;
+
+	if (conn_socket_count(t) != 1)
+		return false;
+	c = conn_of_token(t, t->probe_token);
+	/*
+	 * An edge-triggered socket is taken as readable until a read says otherwise (as at
+	 * its registration): a wrong guess costs the recvmsg() that says EAGAIN. Ended, shut
+	 * or out of credit, it is left to its events.
+	 */
+	if (!c || c->state != CS_ESTABLISHED || (c->lists & L_DATA) ||
+	    (c->ep.caps & (EP_CAP_POLLED | EP_CAP_READV)) != EP_CAP_READV ||
+	    (c->ep.ev & (EP_EOF | EP_RD_SHUT)) || c->to_guest.bytes || peer_credit(c) == 0)
+		return false;
+	c->ep.ev |= EP_READABLE;
+	data_update(t, c);
+	return true;
+}
+
 unsigned int conn_poll_host(struct conn_table *t, uint64_t now_tsc, unsigned int budget)
 {
 	struct ep_event ev[EVENTS_MAX];

@@ -135,6 +135,8 @@ struct conn_table {
 	 */
 	struct conn *partial;
 	uint32_t partial_off;
+	/* The socket connection last read into the guest's buffers: conn_probe_host()'s. */
+	uint64_t probe_token;
 	struct rst_entry rst[RST_QUEUE_SIZE];
 	struct conn_stats stats;
 };
