@@ -309,6 +309,73 @@ static void test_h2g_direct(struct conn_table *t)
 }
 
 /*
+ * An idle round's read without epoll (conn_probe_host()): the table's one socket connection
+ * is read as if readable, whatever events wait. Bytes that came with no event taken yet go to
+ * the guest in order and once; an empty end costs a read and leaves nothing owed; its end of
+ * stream found by such a read is the guest's SHUTDOWN(SEND); two connections, none.
+ */
+static void test_h2g_probe(struct conn_table *t)
+{
+	static uint8_t got[SIDE];
+	struct fake_end *f, *e;
+	unsigned int k;
+	size_t n = 0;
+	bool ok;
+
+	fake_next_caps = EP_CAP_READV;
+	f = open_conn(t, 1006, 5006);
+	fake_next_caps = 0;
+	if (!tap_ok(f != NULL && conn_count(t) == 1, "one connection read into any memory"))
+		return;
+	memcpy(f->to_guest, payload, 3000);
+	tap_ok(!conn_probe_host(t) && !conn_has_output(t) && f->reads == 0,
+	       "never read yet: no probe, its events first");
+	f->offered = 1000;
+	event(f, EP_READABLE);
+	pump(t);
+	k = rx_burst(t, 8);
+	ok = rx_take(k, got, &n);
+	tap_ok(ok && k == 1 && n == 1000 && f->reads == 1,
+	       "its first bytes through its event (%u buffers, %zu bytes)", k, n);
+	/* 2000 more, their edge not taken: an idle round reads them anyway. */
+	f->offered = 3000;
+	tap_ok(conn_probe_host(t) && conn_has_output(t), "probe: owed to the guest unasked");
+	k = rx_burst(t, 8);
+	ok = rx_take(k, got, &n);
+	tap_ok(ok && k == 1 && n == 3000 && memcmp(got, payload, n) == 0 && f->reads == 2,
+	       "the bytes that came with no event, in order (%zu in all)", n);
+	tap_ok(conn_probe_host(t) && rx_burst(t, 8) == 0 && f->reads == 3 && !conn_has_output(t),
+	       "an empty end: one read, nothing owed after it");
+	event(f, EP_READABLE);
+	pump(t);
+	k = rx_burst(t, 8);
+	tap_ok(k == 0 && f->read == 3000 && f->reads == 4 && !conn_has_output(t),
+	       "the edge the probe ran ahead of, taken later: a read that finds nothing");
+	/* A second connection: the epoll_wait is worth it again. */
+	fake_next_caps = EP_CAP_READV;
+	e = open_conn(t, 1007, 5007);
+	fake_next_caps = 0;
+	tap_ok(e != NULL && !conn_probe_host(t) && !conn_has_output(t),
+	       "two socket connections: no probe");
+	guest_send(t, VIRTIO_VSOCK_OP_SHUTDOWN, STREAM, 1007, 5007,
+		   VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV, NULL, 0, 0);
+	tap_ok(rx_burst(t, 8) == 1 && rx_hdr[0].op == VIRTIO_VSOCK_OP_RST && conn_count(t) == 1,
+	       "the second one closed: its RST");
+	/* Its end of stream, no hang-up event yet: the probe's read finds it. */
+	f->eof = true;
+	tap_ok(conn_probe_host(t), "the one connection left is probed again");
+	k = rx_burst(t, 8);
+	tap_ok(k == 1 && rx_hdr[0].op == VIRTIO_VSOCK_OP_SHUTDOWN &&
+	       rx_hdr[0].flags == VIRTIO_VSOCK_SHUTDOWN_SEND && f->reads == 5 &&
+	       !conn_probe_host(t), "end of stream found by the probe: SHUTDOWN(SEND), then "
+	       "no more probes");
+	guest_send(t, VIRTIO_VSOCK_OP_SHUTDOWN, STREAM, 1006, 5006,
+		   VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV, NULL, 0, 0);
+	tap_ok(rx_burst(t, 8) == 1 && rx_hdr[0].op == VIRTIO_VSOCK_OP_RST && f->closed &&
+	       conn_count(t) == 0, "guest close: its RST, table empty");
+}
+
+/*
  * rx buffers of any layout: buffer i is the pieces of lay[i] (lengths, 0 ends), apart in
  * memory (LAY_GAP bytes between them), seen gathered in lay_view[i]; lay_gaps_ok tells that
  * nothing was written between them.
@@ -898,6 +965,7 @@ int main(int argc, char **argv)
 	test_g2h(t);
 	test_h2g(t);
 	test_h2g_direct(t);
+	test_h2g_probe(t);
 	test_h2g_layouts(t);
 	test_errors(t);
 	test_seq_rcv_shut(t);
