@@ -365,13 +365,17 @@ static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct dp_scratch 
  * checked and translated twice. So a round first asks for one chain more than the last round
  * filled (rx_ask): while the rate holds, one chain per round goes back. A dequeue that
  * fills all it asked for is followed by one of twice as many, up to the burst: a rate that
- * grows costs a few more dequeues, never a burst given back.
+ * grows costs a few more dequeues, never a burst given back. It asks for two at least: a
+ * socket read that fills the one buffer it had cannot tell that it emptied the socket, and
+ * the read after it costs a syscall that finds nothing, where one that fills part of two
+ * buffers says it (a round trip whose guest posts buffers of its message's size, after
+ * idle rounds that read nothing).
  */
 static unsigned int host_to_guest(struct dp_dev *dev, struct dp_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_RX];
 	uint16_t want = burst_size(dev), n = 0, done = 0, filled = 0;
-	uint16_t ask = RTE_MIN(RTE_MAX(dev->rx_ask, 1), want);
+	uint16_t ask = RTE_MIN(RTE_MAX(dev->rx_ask, 2), want);
 	uint64_t room = ROUND_BYTES;
 
 	if (!conn_has_output(dev->conns))
