@@ -1017,6 +1017,7 @@ enum {
 	OP_T_RESET,
 	OP_T_QUIET,
 	OP_ROUND,
+	OP_T_PROBE,
 	OP_MAX
 };
 
@@ -1228,6 +1229,10 @@ static void run_op(struct input *in)
 		tx(TXQ_MAX);
 		rx(8, 4, 0, in);
 		conn_poll_host(S.t, now(), 64);
+		break;
+	case OP_T_PROBE:
+		/* An idle round reads the one socket connection without its event. */
+		conn_probe_host(S.t);
 		break;
 	}
 }
