@@ -84,6 +84,7 @@ struct dp_dev {
 	bool kicks_watched;	/* its kick eventfds are in the worker's set of news */
 	uint16_t hot_slot;
 	uint64_t busy_tsc;
+	uint64_t answer_tsc;	/* its host look waits for the guest's answer until then */
 	uint64_t host_epoll_tsc;	/* last socket readiness check */
 	uint64_t host_epoll_interval;	/* TSC cycles between checks while busy */
 	/*

@@ -74,6 +74,14 @@ enum worker_op { WORKER_ATTACH, WORKER_DETACH, WORKER_RUN };
  */
 #define COLD_AFTER_US 200
 #define COLD_SWEEP_US 1000
+/*
+ * After a round that gave the guest packets and took none from it, the guest's answer is the
+ * likeliest news, and it comes on the ring: for ANSWER_WAIT_US the device's idle rounds poll
+ * its rings without the host look (a syscall of about 2 us, which would hold an answer that
+ * came meanwhile; doc/performance.md, the round trip's timeline). Its host bytes wait that
+ * long at most, and the other devices' looks are not held.
+ */
+#define ANSWER_WAIT_US 4
 /* host_epfd events: the device, tagged with what spoke. */
 #define NEWS_HOST 0u
 #define NEWS_KICK 1u
@@ -143,7 +151,7 @@ static struct worker *workers[RTE_MAX_LCORE];
 static unsigned int nb_workers;
 static enum vsock_pmd_wait_mode wait_mode;
 static uint64_t idle_cycles;	/* adaptive: idle time before the backoff, and its length */
-static uint64_t cold_cycles, sweep_cycles;	/* COLD_AFTER_US, COLD_SWEEP_US */
+static uint64_t cold_cycles, sweep_cycles, answer_cycles;	/* the *_US above */
 
 void workers_set_wait_mode(enum vsock_pmd_wait_mode mode, unsigned int idle_us)
 {
@@ -302,14 +310,19 @@ static void host_events(struct worker *w)
  */
 static inline bool poll_dev(struct worker *w, struct dp_dev *dev, unsigned int *work)
 {
+	uint64_t rx0 = dev->vq[VSOCK_VQ_RX].stats.completed;
+	uint64_t tx0 = dev->vq[VSOCK_VQ_TX].stats.completed;
 	unsigned int n = dp_dev_poll(dev, w->scratch);
 
 	*work += n;
 	if (n) {
 		dev->busy_tsc = w->now;
+		if (dev->vq[VSOCK_VQ_RX].stats.completed != rx0 &&
+		    dev->vq[VSOCK_VQ_TX].stats.completed == tx0)
+			dev->answer_tsc = rte_get_tsc_cycles() + answer_cycles;
 		return true;
 	}
-	if (dp_dev_host_prompt(dev)) {
+	if (dp_dev_host_prompt(dev) && w->now >= dev->answer_tsc) {
 		w->idle_seen = true;
 		w->probe = dev;
 		w->nb_prompt++;
@@ -736,6 +749,7 @@ int workers_start(void)
 		w->host_epfd = epoll_create1(EPOLL_CLOEXEC);
 		w->host_interval = rte_get_tsc_hz() / 1000000 * DP_HOST_EPOLL_BUSY_US;
 		cold_cycles = rte_get_tsc_hz() / 1000000 * COLD_AFTER_US;
+		answer_cycles = rte_get_tsc_hz() / 1000000 * ANSWER_WAIT_US;
 		sweep_cycles = rte_get_tsc_hz() / 1000000 * COLD_SWEEP_US;
 		w->idle_seen = true;
 		if (w->wake_fd < 0 || w->epfd < 0 || w->host_epfd < 0 ||
