@@ -305,8 +305,9 @@ static void host_events(struct worker *w)
 }
 
 /*
- * One device's round; an idle one with socket connections has the next round ask the kernel.
- * One idle for COLD_AFTER_US goes cold if it may. @return whether it stays hot.
+ * One device's round; an idle one with socket connections has the next round ask the kernel,
+ * unless it waits for its guest's answer (ANSWER_WAIT_US). One idle for COLD_AFTER_US goes
+ * cold if it may. @return whether it stays hot.
  */
 static inline bool poll_dev(struct worker *w, struct dp_dev *dev, unsigned int *work)
 {
