@@ -508,7 +508,7 @@ bool dp_dev_news(struct dp_dev *dev)
 
 unsigned int dp_dev_poll(struct dp_dev *dev, struct dp_scratch *s)
 {
-	unsigned int work;
+	unsigned int work, tx, rx;
 	uint64_t now;
 
 	if (dev->host_probe) {
@@ -519,7 +519,8 @@ unsigned int dp_dev_poll(struct dp_dev *dev, struct dp_scratch *s)
 	}
 	if (dp_dev_quiet(dev))
 		return 0;
-	work = guest_to_host(dev, s);
+	tx = guest_to_host(dev, s);
+	work = tx;
 	now = rte_get_tsc_cycles();
 	/*
 	 * Socket readiness costs an epoll_wait syscall. While the rings are busy it
@@ -535,7 +536,9 @@ unsigned int dp_dev_poll(struct dp_dev *dev, struct dp_scratch *s)
 	} else {
 		work += conn_service_host(dev->conns, now, DP_HOST_POLL_BUDGET);
 	}
-	work += host_to_guest(dev, s);
+	rx = host_to_guest(dev, s);
+	work += rx;
+	dev->rx_only = rx && !tx;
 	dev->poll_busy = work != 0;
 	/* A notification the control thread's lock deferred is retried even when idle. */
 	if (unlikely(dev->notify_pending[VSOCK_VQ_RX]))

@@ -58,6 +58,7 @@ struct dp_dev {
 	bool notify_pending[VSOCK_NR_VQ];
 	bool broken_reported[VSOCK_NR_VQ];
 	bool poll_busy;		/* the last poll did some work */
+	bool rx_only;		/* the last busy poll gave the guest packets, took none */
 	uint16_t rx_ask;		/* rx chains a round asks for first: last round's + 1 */
 	uint16_t tx_ask;		/* most tx chains a burst takes: fewer after a byte cut */
 	/*

@@ -311,15 +311,12 @@ static void host_events(struct worker *w)
  */
 static inline bool poll_dev(struct worker *w, struct dp_dev *dev, unsigned int *work)
 {
-	uint64_t rx0 = dev->vq[VSOCK_VQ_RX].stats.completed;
-	uint64_t tx0 = dev->vq[VSOCK_VQ_TX].stats.completed;
 	unsigned int n = dp_dev_poll(dev, w->scratch);
 
 	*work += n;
 	if (n) {
 		dev->busy_tsc = w->now;
-		if (dev->vq[VSOCK_VQ_RX].stats.completed != rx0 &&
-		    dev->vq[VSOCK_VQ_TX].stats.completed == tx0)
+		if (dev->rx_only)
 			dev->answer_tsc = rte_get_tsc_cycles() + answer_cycles;
 		return true;
 	}
