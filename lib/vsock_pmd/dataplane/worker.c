@@ -78,8 +78,8 @@ enum worker_op { WORKER_ATTACH, WORKER_DETACH, WORKER_RUN };
  * After a round that gave the guest packets and took none from it, the guest's answer is the
  * likeliest news, and it comes on the ring: for ANSWER_WAIT_US the device's idle rounds poll
  * its rings without the host look (a syscall of about 2 us, which would hold an answer that
- * came meanwhile; doc/performance.md, the round trip's timeline). Its host bytes wait that
- * long at most, and the other devices' looks are not held.
+ * came meanwhile; doc/performance.md, the round trip's timeline), until the answer comes.
+ * Its host bytes wait that long at most, and the other devices' looks are not held.
  */
 #define ANSWER_WAIT_US 4
 /* host_epfd events: the device, tagged with what spoke. */
@@ -316,8 +316,8 @@ static inline bool poll_dev(struct worker *w, struct dp_dev *dev, unsigned int *
 	*work += n;
 	if (n) {
 		dev->busy_tsc = w->now;
-		if (dev->rx_only)
-			dev->answer_tsc = rte_get_tsc_cycles() + answer_cycles;
+		/* Any other work, the answer itself most often, ends the wait. */
+		dev->answer_tsc = dev->rx_only ? rte_get_tsc_cycles() + answer_cycles : 0;
 		return true;
 	}
 	if (dp_dev_host_prompt(dev) && w->now >= dev->answer_tsc) {
