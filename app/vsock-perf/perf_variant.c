@@ -4,6 +4,7 @@
  * frontend attached, every case of the plan on it, and the backend stopped.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,10 @@ bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 	const struct plan *plan = &run->plan;
 	unsigned int m, p, b, c;
 
+	/* Before the backend starts: its worker would share CPU 1 with the floor's reader. */
+	for (p = 0; p < plan->nb_payloads; p++)
+		run->rep_floor_us[p] = plan->refs && plan->modes[M_RR] ?
+			perf_ref_unix_rtt_us(plan->payloads[p], plan->smoke ? 200 : 20000) : NAN;
 	if (!backend_start(run, &plan->variants[v])) {
 		fprintf(stderr, "vsock-perf: cannot start the backend for variant %s\n",
 			plan->variants[v].name);
@@ -212,6 +217,7 @@ bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 					r->payload = plan->payloads[p];
 					r->burst = plan->bursts[b];
 					r->conns = plan->conns[c];
+					r->floor_p50 = m == M_RR ? run->rep_floor_us[p] : NAN;
 					r->sys_pkt = -1;
 					r->csys_pkt = -1;
 					r->csys = -1;

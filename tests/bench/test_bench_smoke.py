@@ -89,6 +89,11 @@ def check_cases(doc, plan):
         ok(refs["cacheline_rtt_ns"] > 0 and first.get("memcpy_gbps", 0) > 0
            and first.get("unix_gbps", 0) > 0,
            "reference limits measured (cache line %.0f ns)" % refs["cacheline_rtt_ns"])
+        for c in cases:
+            if c["direction"] == "rr":
+                ok((c.get("floor_rtt_p50_us") or 0) > 0,
+                   "%s rr %d B rep %d: its repetition's Unix ping-pong floor (%s us)" % (
+                       c["variant"], c["payload"], c["rep"], c.get("floor_rtt_p50_us")))
     want = sorted((v, rep, m, p, b, n) for v in variants for rep in range(plan.reps)
                   for m in plan.modes.split(",") for p in numbers(plan.payloads)
                   for b in numbers(plan.bursts) for n in numbers(plan.conns))
