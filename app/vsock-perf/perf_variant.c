@@ -186,8 +186,10 @@ static bool backend_stop(struct perf_run *run)
 
 bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 {
+	/* The round trips first, beside the floors measured just before them. */
+	static const enum mode order[M_NB] = { M_RR, M_G2H, M_H2G };
 	const struct plan *plan = &run->plan;
-	unsigned int m, p, b, c;
+	unsigned int i, p, b, c;
 
 	/* Before the backend starts: its worker would share CPU 1 with the floor's reader. */
 	for (p = 0; p < plan->nb_payloads; p++)
@@ -201,7 +203,9 @@ bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 	/* The app's own figure: the native host end's process is the benchmark too. */
 	if (v == 0 && rep == 0 && run->host == H_UDS)
 		run->rss_default_kib = app_rss_kib(run, "VmRSS:");
-	for (m = 0; m < M_NB; m++) {
+	for (i = 0; i < M_NB; i++) {
+		const enum mode m = order[i];
+
 		if (!plan->modes[m])
 			continue;
 		for (p = 0; p < plan->nb_payloads; p++)
