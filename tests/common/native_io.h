@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The host program's end of a native API connection (include/vsock_pmd_native.h) in tests:
- * bytes to mbufs and back, in bursts, without blocking.
+ * bytes to mbufs and back, in bursts, without blocking; whether the engine polls a VM yet.
  */
 #ifndef TESTS_NATIVE_IO_H
 #define TESTS_NATIVE_IO_H
@@ -10,7 +10,19 @@
 
 #include <rte_mbuf.h>
 
+#include <vsock_pmd.h>
 #include <vsock_pmd_native.h>
+
+/*
+ * The engine polls VM @p idx's rings: it takes an attached guest over asynchronously, and a
+ * program's connect is refused (-ECONNREFUSED) until then.
+ */
+static inline bool native_io_vm_running(unsigned int idx)
+{
+	struct vsock_pmd_vm_info vi = { 0 };
+
+	return vsock_pmd_vm_info_get(idx, &vi) == 0 && vi.running;
+}
 
 /*
  * Offer @p len bytes of @p src as @p chunk-byte mbufs from @p mp (one burst of up to 32).

@@ -58,7 +58,6 @@ static void tick(void)
 static int attach_with(const struct vfe_guest_conf *gc)
 {
 	static const struct vfe_vsock_conf vc = { .mem = { .size = 32u << 20 } };
-	struct vsock_pmd_vm_info vi = { 0 };
 	char sock[96];
 	int rc;
 
@@ -67,11 +66,8 @@ static int attach_with(const struct vfe_guest_conf *gc)
 	if (rc == 0)
 		rc = vfe_guest_init(&g, &v, gc);
 	attached = rc == 0;
-	/*
-	 * The engine takes the device over asynchronously, and a program's connect is refused
-	 * until it polls the rings: under load that came after the first connect of a test.
-	 */
-	if (rc == 0 && !WAIT(vsock_pmd_vm_info_get(0, &vi) == 0 && vi.running, WAIT_MS))
+	/* Under load the engine's takeover came after a test's first connect. */
+	if (rc == 0 && !WAIT(native_io_vm_running(0), WAIT_MS))
 		rc = -ETIMEDOUT;
 	return rc;
 }

@@ -26,6 +26,7 @@
 #include <vsock_pmd.h>
 #include <vsock_pmd_native.h>
 
+#include "native_io.h"
 #include "tap.h"
 #include "vfe.h"
 #include "vfe_guest.h"
@@ -216,13 +217,6 @@ static void test_accept(void)
 	vfe_guest_release(&g, gc);
 }
 
-static bool running(void)
-{
-	struct vsock_pmd_vm_info vi = { 0 };
-
-	return vsock_pmd_vm_info_get(0, &vi) == 0 && vi.running;
-}
-
 int main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "-m", "512", "--no-pci", "--no-shconf", "-l",
@@ -260,7 +254,7 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		rc = vfe_guest_init(&g, &v, NULL);
 	/* The engine takes the device on after the frontend's last message: wait for it. */
-	if (tap_ok(rc == 0 && WAIT(running(), WAIT_MS), "frontend and guest driver attached to "
+	if (tap_ok(rc == 0 && WAIT(native_io_vm_running(0), WAIT_MS), "frontend and guest driver attached to "
 		   "VM 3, the device running (%d)", rc)) {
 		test_connect();
 		test_accept();
