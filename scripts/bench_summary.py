@@ -216,8 +216,9 @@ def native_rr(docs, p50_most, p99_most):
 
 def uds_rr(docs, most):
     d = doc(docs, "payload")
-    cases = records(d, variant=first_variant(d), direction="rr", payload=64)
-    p50 = med(d, "rtt_p50_us", variant=first_variant(d), direction="rr", payload=64)
+    case = dict(variant=first_variant(d), direction="rr", payload=64)
+    cases = records(d, **case)
+    p50 = med(d, "rtt_p50_us", **case)
     # Each repetition beside the floor measured just before it, where vsock-perf did: the
     # floor moves between minutes of one machine as much as the ratio's margin.
     pairs = [(c["rtt_p50_us"], c["floor_rtt_p50_us"]) for c in cases

@@ -55,12 +55,6 @@ struct perf_run {
 	struct result results[MAX_RESULTS];
 	unsigned int nb_results;
 	struct refs refs;
-	/*
-	 * --refs with rr cases: the Unix ping-pong floor of each payload, measured again before
-	 * each repetition of each variant, so that a round trip is compared with the machine of
-	 * its minute (this floor moved from 2.5 to 4.4 us at 64 B between runs of one evening).
-	 */
-	double rep_floor_us[MAX_LIST];
 	/* The app's RSS with its default options, KiB (-1: not measured). */
 	long rss_default_kib;
 	/* Native host mbufs that did not come back to their pool, over every native run. */

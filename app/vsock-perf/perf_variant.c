@@ -189,11 +189,17 @@ bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 	/* The round trips first, beside the floors measured just before them. */
 	static const enum mode order[M_NB] = { M_RR, M_G2H, M_H2G };
 	const struct plan *plan = &run->plan;
+	double floor_us[MAX_LIST];
 	unsigned int i, p, b, c;
 
-	/* Before the backend starts: its worker would share CPU 1 with the floor's reader. */
+	/*
+	 * --refs with rr cases: each payload's Unix ping-pong floor again, so that a round trip
+	 * is compared with the machine of its minute (it moved from 2.5 to 4.4 us at 64 B between
+	 * runs of one evening). Before the backend starts: its worker would share CPU 1 with the
+	 * floor's reader.
+	 */
 	for (p = 0; p < plan->nb_payloads; p++)
-		run->rep_floor_us[p] = plan->refs && plan->modes[M_RR] ?
+		floor_us[p] = plan->refs && plan->modes[M_RR] ?
 			perf_ref_unix_rtt_us(plan->payloads[p], plan->smoke ? 200 : 20000) : NAN;
 	if (!backend_start(run, &plan->variants[v])) {
 		fprintf(stderr, "vsock-perf: cannot start the backend for variant %s\n",
@@ -221,7 +227,7 @@ bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 					r->payload = plan->payloads[p];
 					r->burst = plan->bursts[b];
 					r->conns = plan->conns[c];
-					r->floor_p50 = m == M_RR ? run->rep_floor_us[p] : NAN;
+					r->floor_p50 = m == M_RR ? floor_us[p] : NAN;
 					r->sys_pkt = -1;
 					r->csys_pkt = -1;
 					r->csys = -1;
