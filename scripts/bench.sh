@@ -6,9 +6,10 @@
 #   scripts/bench.sh --quick    one repetition, short cases (about 4 minutes)
 #
 # Environment: BUILD (default build), OUT (default $BUILD/bench), REPS, TIME (seconds per case),
-# PARTS (default "payload wait burst ring512 conns native rings irq isolation scale callgrind": the
-# comparisons to run), ISO_SLICES and ISO_TIME (the isolation part's slices of each condition,
-# seconds each), SCALE_VMS and SCALE_TIME (the scale part's VM counts, seconds per window).
+# PARTS (default "payload wait burst ring512 conns native rings irq isolation scale callgrind":
+# the comparisons to run), ISO_SLICES and ISO_TIME (the isolation part's slices of each
+# condition, seconds each), SCALE_VMS and SCALE_TIME (the scale part's VM counts, seconds per
+# window).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
