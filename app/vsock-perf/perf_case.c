@@ -21,8 +21,8 @@
 static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bool more)
 {
 	struct vfe_guest *g = &run->env.dp.g;
+	uint64_t ring, read_max;
 	unsigned int i;
-	uint64_t ring;
 
 	/*
 	 * First what the worker did since the last round: the tx ring's room it made and the
@@ -52,14 +52,24 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 	 */
 	vfe_guest_poll(g);
 	ring = (uint64_t)(g->v->vq[VFE_VSOCK_TX].num - vfe_guest_tx_free(g)) * payload;
+	/*
+	 * A ring that holds less than HOST_BATCH: a read takes one ring's bytes at most, and the
+	 * guest refills the ring before the next one. At 64 B, reading all that waited took this
+	 * thread longer than the worker takes to empty QEMU's 128 entries, and the worker waited
+	 * a quarter of the time. Larger rings lose by it: a socket left fuller makes the worker's
+	 * writes come up short (doc/performance.md).
+	 */
+	read_max = (uint64_t)g->v->vq[VFE_VSOCK_TX].num * payload;
+	if (read_max >= HOST_BATCH)
+		read_max = UINT64_MAX;
 	for (i = 0; i < n; i++) {
 		struct pconn *pc = &run->pconns[i];
 		uint64_t out = pc->sent - pc->rcvd;
 		uint64_t past = out > ring ? out - ring : 0;
 
 		/*
-		 * The host end takes HOST_BATCH bytes or more a read while the guest streams,
-		 * either host end alike (so that native/uds compares backends, not clients): a
+		 * The host end reads once HOST_BATCH bytes or more wait past the ring while the
+		 * guest streams, either host end alike (so that native/uds compares backends, not clients): a
 		 * Unix socket read is a syscall, and a native read that finds nothing costs
 		 * the client as much as dozens of packets' worth of checks. Less is past the
 		 * ring: the socket or the pipe has room, so the worker goes on without this read
@@ -75,7 +85,7 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 		    (past == 0 || (vfe_guest_credit(pc->gc) >= payload &&
 				   (run->host == H_UDS || vfe_guest_tx_free(g) > 0))))
 			continue;
-		perf_host_recv(run, pc, UINT64_MAX);
+		perf_host_recv(run, pc, read_max);
 	}
 }
 

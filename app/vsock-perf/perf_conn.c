@@ -116,8 +116,8 @@ static long native_send(const struct perf_run *run, struct pconn *pc, uint64_t a
 	}
 }
 
-/* Native: take and check whatever the guest sent. Returns bytes. */
-static long native_recv(const struct perf_run *run, struct pconn *pc)
+/* Native: take and check what the guest sent, bursts until @p max bytes. Returns bytes. */
+static long native_recv(const struct perf_run *run, struct pconn *pc, uint64_t max)
 {
 	struct rte_mbuf *m[NATIVE_BURST];
 	long got = 0;
@@ -136,7 +136,7 @@ static long native_recv(const struct perf_run *run, struct pconn *pc)
 		}
 		if (n > 0)
 			rte_pktmbuf_free_bulk(m, (unsigned int)n);
-	} while (n == NATIVE_BURST);
+	} while (n == NATIVE_BURST && (uint64_t)got < max);
 	if (n < 0 && pc->herr == 0)
 		pc->herr = n;
 	return got;
@@ -157,7 +157,7 @@ long perf_host_recv(struct perf_run *run, struct pconn *pc, uint64_t max)
 	long got = 0;
 
 	if (run->host == H_NATIVE)
-		return native_recv(run, pc);
+		return native_recv(run, pc, max);
 	while ((uint64_t)got < max) {
 		size_t want = RTE_MIN((uint64_t)sizeof(run->rbuf), max - (uint64_t)got);
 		ssize_t r = recv(pc->fd, run->rbuf, want, MSG_DONTWAIT);
