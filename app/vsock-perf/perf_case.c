@@ -56,8 +56,8 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 	 * A ring that holds less than HOST_BATCH: a read takes one ring's bytes at most, and the
 	 * guest refills the ring before the next one. At 64 B, reading all that waited took this
 	 * thread longer than the worker takes to empty QEMU's 128 entries, and the worker waited
-	 * a quarter of the time. Larger rings lose by it: a socket left fuller makes the worker's
-	 * writes come up short (doc/performance.md).
+	 * a quarter of the time. A ring that holds more is read whole: capped there, the socket
+	 * stays fuller and the worker's writes come up short (doc/performance.md).
 	 */
 	read_max = (uint64_t)g->v->vq[VFE_VSOCK_TX].num * payload;
 	if (read_max >= HOST_BATCH)
@@ -69,17 +69,18 @@ static void g2h_round(struct perf_run *run, uint32_t payload, unsigned int n, bo
 
 		/*
 		 * The host end reads once HOST_BATCH bytes or more wait past the ring while the
-		 * guest streams, either host end alike (so that native/uds compares backends, not clients): a
-		 * Unix socket read is a syscall, and a native read that finds nothing costs
-		 * the client as much as dozens of packets' worth of checks. Less is past the
+		 * guest streams, either host end alike (so that native/uds compares backends, not
+		 * clients): a Unix socket read is a syscall, and a native read that finds nothing
+		 * costs the client as much as dozens of packets' worth of checks. Less is past the
 		 * ring: the socket or the pipe has room, so the worker goes on without this read
-		 * (when the worker is behind, the ring holds what is outstanding, and a read
-		 * would find nothing). It reads what is past the ring when the guest's credit is
-		 * short (unread bytes may hold it back; mostly the credit waits for its update
-		 * and a read would find nothing) and all there is when the stream drains. The
-		 * native pipe counts mbufs, not bytes, and a burst of a few packets takes an mbuf
-		 * of its own: it may be full with less than HOST_BATCH in it, so a native end also
-		 * reads what is past when the guest's ring is full (the worker may wait for it).
+		 * (when the worker is behind, the ring holds what is outstanding, and a read would
+		 * find nothing). It reads what is past the ring when the guest's credit is short
+		 * (unread bytes may hold it back; mostly the credit waits for its update and a read
+		 * would find nothing) and, a round at a time, all there is when the stream drains.
+		 * The native pipe counts mbufs, not bytes, and a burst of a few packets takes an
+		 * mbuf of its own: it may be full with less than HOST_BATCH in it, so a native end
+		 * also reads what is past when the guest's ring is full (the worker may wait for
+		 * it).
 		 */
 		if (more && past < HOST_BATCH &&
 		    (past == 0 || (vfe_guest_credit(pc->gc) >= payload &&
