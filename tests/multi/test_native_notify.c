@@ -254,8 +254,8 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		rc = vfe_guest_init(&g, &v, NULL);
 	/* The engine takes the device on after the frontend's last message: wait for it. */
-	if (tap_ok(rc == 0 && WAIT(native_io_vm_running(0), WAIT_MS), "frontend and guest driver attached to "
-		   "VM 3, the device running (%d)", rc)) {
+	if (tap_ok(rc == 0 && WAIT(native_io_vm_running(0), WAIT_MS),
+		   "frontend and guest driver attached to VM 3, the device running (%d)", rc)) {
 		test_connect();
 		test_accept();
 		tap_ok(g.errors == 0, "every packet the guest got follows the protocol (%lu: %s)",
