@@ -18,8 +18,11 @@
 
 uint16_t vfe_vqp_pos(const struct vfe_vq *vq, uint16_t count)
 {
-	/* num is a power of 2, so the lap parity survives the 16-bit wrap of count. */
-	bool odd_lap = (count / vq->num) & 1;
+	/*
+	 * num is a power of 2: the lap's parity is count's bit num (no division on every
+	 * descriptor), and it survives the 16-bit wrap of count.
+	 */
+	bool odd_lap = count & vq->num;
 
 	return (uint16_t)((count & (vq->num - 1)) | (odd_lap ? 0 : VFE_PACKED_WRAP));
 }
