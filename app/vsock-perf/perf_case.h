@@ -25,6 +25,8 @@ struct result {
 	double mpps, gbps;
 	double p50, p99, p999;		/* rr: microseconds */
 	double floor_p50;		/* rr, --refs: its repetition's Unix ping-pong floor, us */
+	/* CPU 0 <-> CPU 1 cache line round trip, ns, before the backend started and after it */
+	double cl_before, cl_after;
 	uint64_t vq_pkts;		/* used entries both rings, in the window */
 	uint64_t idx;			/* used->idx stores both rings, in the window */
 	double cyc_pkt, idx_pkt, irq_pkt, kick_pkt;

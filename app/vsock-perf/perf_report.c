@@ -292,6 +292,8 @@ void perf_report_write_json(const struct perf_run *run, const char *path)
 		perf_json_num(f, "rtt_p99_us", r->mode == M_RR ? r->p99 : NAN, true);
 		perf_json_num(f, "rtt_p999_us", r->mode == M_RR ? r->p999 : NAN, true);
 		perf_json_num(f, "floor_rtt_p50_us", r->mode == M_RR ? r->floor_p50 : NAN, true);
+		perf_json_num(f, "cacheline_rtt_ns_before", r->cl_before, true);
+		perf_json_num(f, "cacheline_rtt_ns_after", r->cl_after, true);
 		fprintf(f, "\"ring_packets\": %llu, \"used_idx_stores\": %llu, ",
 			(unsigned long long)r->vq_pkts, (unsigned long long)r->idx);
 		perf_json_num(f, "cycles_per_packet", r->cyc_pkt, true);

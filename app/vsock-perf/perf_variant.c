@@ -189,8 +189,10 @@ bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 	/* The round trips first, beside the floors measured just before them. */
 	static const enum mode order[M_NB] = { M_RR, M_G2H, M_H2G };
 	const struct plan *plan = &run->plan;
-	double floor_us[MAX_LIST];
-	unsigned int i, p, b, c;
+	const unsigned int cl_rounds = plan->smoke ? 2000 : 20000;
+	double floor_us[MAX_LIST], cl_before;
+	unsigned int i, p, b, c, first = run->nb_results;
+	bool stopped;
 
 	/*
 	 * --refs with rr cases: each payload's Unix ping-pong floor again, so that a round trip
@@ -201,6 +203,14 @@ bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 	for (p = 0; p < plan->nb_payloads; p++)
 		floor_us[p] = plan->refs && plan->modes[M_RR] ?
 			perf_ref_unix_rtt_us(plan->payloads[p], plan->smoke ? 200 : 20000) : NAN;
+	/*
+	 * How far apart the two CPUs are, before and after the cases, for the same reason: the
+	 * host moves them, and this machine's cache-line round trip goes from about 125 ns to
+	 * about 365 ns and back within a minute, its compute speed unchanged. What crosses
+	 * between the worker and the guest costs what the distance costs. A few ms each; the
+	 * thread on CPU 1 would share it with the backend's worker.
+	 */
+	cl_before = perf_ref_cacheline_rtt_ns(cl_rounds);
 	if (!backend_start(run, &plan->variants[v])) {
 		fprintf(stderr, "vsock-perf: cannot start the backend for variant %s\n",
 			plan->variants[v].name);
@@ -228,6 +238,8 @@ bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 					r->burst = plan->bursts[b];
 					r->conns = plan->conns[c];
 					r->floor_p50 = m == M_RR ? floor_us[p] : NAN;
+					r->cl_before = cl_before;
+					r->cl_after = NAN;
 					r->sys_pkt = -1;
 					r->csys_pkt = -1;
 					r->csys = -1;
@@ -253,5 +265,14 @@ bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 		if (now > run->rss_default_kib)
 			run->rss_default_kib = now;
 	}
-	return backend_stop(run);
+	stopped = backend_stop(run);
+	if (stopped) {
+		double cl_after = perf_ref_cacheline_rtt_ns(cl_rounds);
+
+		for (i = first; i < run->nb_results; i++)
+			run->results[i].cl_after = cl_after;
+		fprintf(stderr, "  %-9s rep %u: cache line round trip CPU0<->CPU1 %.0f ns before, "
+			"%.0f ns after\n", plan->variants[v].name, rep, cl_before, cl_after);
+	}
+	return stopped;
 }

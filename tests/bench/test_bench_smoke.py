@@ -3,9 +3,9 @@
 """The benchmark's smoke: vsock-perf run for seconds, then what it must have done, read from
 its JSON. Behaviour only, no rate or latency: every case ran and moved bytes that were
 verified, the backend's counters moved, per-entry publication stored used->idx once per
-packet, the native path made no syscall per packet and gave back every mbuf, the references
-and every record the command line asks for are there; for the isolation and scale parts,
-both VMs moved in every slice and every count ran.
+packet, the native path made no syscall per packet and gave back every mbuf, the references,
+the CPUs' distance around each backend and every record the command line asks for are there;
+for the isolation and scale parts, both VMs moved in every slice and every count ran.
 
 Usage: test_bench_smoke.py VSOCK_PERF OPTION... (vsock-perf's options, --json FILE among them)
 """
@@ -94,6 +94,12 @@ def check_cases(doc, plan):
                 ok((c.get("floor_rtt_p50_us") or 0) > 0,
                    "%s rr %d B rep %d: its repetition's Unix ping-pong floor (%s us)" % (
                        c["variant"], c["payload"], c["rep"], c.get("floor_rtt_p50_us")))
+    backends = {(c["variant"], c["rep"]): c for c in cases}
+    for (v, rep), c in sorted(backends.items()):
+        cl = [c.get(k) for k in ("cacheline_rtt_ns_before", "cacheline_rtt_ns_after")]
+        ok(all((x or 0) > 0 for x in cl),
+           "%s rep %d: the CPUs' cache-line round trip before and after its backend (%s, %s "
+           "ns)" % (v, rep, cl[0], cl[1]))
     want = sorted((v, rep, m, p, b, n) for v in variants for rep in range(plan.reps)
                   for m in plan.modes.split(",") for p in numbers(plan.payloads)
                   for b in numbers(plan.bursts) for n in numbers(plan.conns))
