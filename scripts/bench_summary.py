@@ -7,7 +7,9 @@ One Markdown table, `target | measured | limit measured in the same run | met?`,
 target (TARGETS below: each a function of the loaded JSON files). A part that did not run
 (its JSON missing) says "not run"; a case that failed or is absent says "no data". Figures
 are medians over the repetitions of ok cases, ratios the median of each repetition's pair
-where two things ran alternated. Python 3, standard library only.
+where two things ran alternated. Below it, how far apart the two CPUs were in each part (the
+cache-line round trips vsock-perf measures around each backend). Python 3, standard library
+only.
 """
 import json
 import os
@@ -106,6 +108,44 @@ def by_case(recs, value, fields=("variant", "direction", "payload", "burst", "co
         if v is not None:
             groups.setdefault(tuple(c.get(f) for f in fields), (c, []))[1].append(v)
     return [(c, statistics.median(v)) for c, v in groups.values()]
+
+
+# A case ran with the two CPUs near when both its cache-line round trips, measured before its
+# backend started and after it stopped, are within NEAR times the run's least. This machine's
+# host moves them between about 125 and 365 ns (doc/performance.md), the compute speed the same.
+CL = ("cacheline_rtt_ns_before", "cacheline_rtt_ns_after")
+NEAR = 1.5
+
+
+def least_distance(docs):
+    """The run's least cache-line round trip between the CPUs, ns; None if not measured."""
+    vals = [c[k] for p in PARTS if docs.get(p) for c in docs[p]["cases"] for k in CL
+            if c.get(k)]
+    return min(vals) if vals else None
+
+
+def near(c, least):
+    return all(c.get(k) and c[k] <= NEAR * least for k in CL)
+
+
+def distances(docs):
+    """Per part: the cache-line round trips' range, and its backends that ran far."""
+    least = least_distance(docs)
+    if least is None:
+        return "not measured"
+    got = []
+    for p in PARTS:
+        if not docs.get(p):
+            continue
+        backends = {(c["variant"], c["rep"]): c for c in docs[p]["cases"] if c.get(CL[0])}
+        if not backends:
+            continue
+        vals = [c[k] for c in backends.values() for k in CL if c.get(k)]
+        far = sum(1 for c in backends.values() if not near(c, least))
+        got.append("%s %.0f-%.0f%s" % (p, min(vals), max(vals),
+                                       " (far: %d of %d backends)" % (far, len(backends))
+                                       if far else ""))
+    return "; ".join(got)
 
 
 # ---- the targets: each returns (measured, limit measured in the same run, met) ----
@@ -243,19 +283,30 @@ def busy_share(docs, least, payload=None, only=None):
              if docs.get(p) and not p.startswith("callgrind")]
     if not parts:
         raise NotRun("no part with stream cases")
-    shares = [(p, c, v) for p in parts
-              for c, v in by_case((c for c in records(docs[p])
-                                   if not c.get("part") and c["direction"] in STREAM and
-                                   payload in (None, c["payload"])),
-                                  lambda c: c.get("worker_busy_share"))]
+    cl = least_distance(docs)
+
+    def shares_of(keep):
+        return [(p, c, v) for p in parts
+                for c, v in by_case((c for c in records(docs[p])
+                                     if not c.get("part") and c["direction"] in STREAM and
+                                     payload in (None, c["payload"]) and keep(c)),
+                                    lambda c: c.get("worker_busy_share"))]
+
+    shares = shares_of(lambda c: True)
     if not shares:
         raise NoData("worker_busy_share in the stream cases")
     shares.sort(key=lambda t: t[2])
     below = [t for t in shares if t[2] < least]
     shown = ", ".join("%s: %s %s %.0f%%" % (p, c["variant"], case_name(c), v * 100)
                       for p, c, v in (below or shares)[:4])
-    return ("lowest: %s (%d of %d stream cases below %.0f%%)"
-            % (shown, len(below), len(shares), least * 100), "-", not below)
+    text = ("lowest: %s (%d of %d stream cases below %.0f%%)"
+            % (shown, len(below), len(shares), least * 100))
+    if cl is not None:
+        # The same cases again, each the median of its repetitions that ran with the CPUs near.
+        shares = shares_of(lambda c: near(c, cl))
+        text += ("; with the CPUs near, %d of %d below"
+                 % (sum(1 for t in shares if t[2] < least), len(shares)))
+    return text, "-", not below
 
 
 def isolation(docs, p50_most, p99_most):
@@ -374,7 +425,9 @@ def summary(docs):
         lines.append("| %s | %s | %s | %s |" % (target, measured, limit, met))
     lines += ["", "Medians over the repetitions of the cases that passed; busy cycles are the "
               "worker's cycles in rounds that moved packets (record-core-cycles), per packet. "
-              "Parts: " + (", ".join(p for p in PARTS if docs.get(p)) or "none") + "."]
+              "Parts: " + (", ".join(p for p in PARTS if docs.get(p)) or "none") + ".",
+              "", "The CPUs' cache-line round trip before and after each backend, ns (near: "
+              "within %gx the run's least): %s." % (NEAR, distances(docs))]
     return "\n".join(lines) + "\n"
 
 
