@@ -192,12 +192,24 @@ bool ops_log_has(const struct ops_env *o, long mark, const char *needle)
 	return ops_log_count(o, mark, needle) > 0;
 }
 
+/* Whether @p needle came after @p mark before @p deadline; the guest is polled meanwhile. */
+static bool wait_log(struct ops_env *o, long mark, const char *needle, uint64_t deadline)
+{
+	bool found;
+
+	while (!(found = ops_log_has(o, mark, needle)) && dp_now_ns() < deadline) {
+		if (o->dp.attached)
+			vfe_guest_poll(&o->dp.g);
+		usleep(WAIT_PAUSE_US);
+	}
+	return found;
+}
+
 bool ops_cmd(struct ops_env *o, const char *cmd, const char *expect, unsigned int ms,
 		long *mark_out)
 {
 	long mark = ops_log_mark(o);
 	uint64_t deadline = dp_now_ns() + (uint64_t)ms * 1000000u;
-	bool found;
 
 	if (mark_out != NULL)
 		*mark_out = mark;
@@ -205,14 +217,19 @@ bool ops_cmd(struct ops_env *o, const char *cmd, const char *expect, unsigned in
 		return false;
 	/* The console echoes the command: look for the answer after the echo. */
 	mark += (long)strlen(cmd);
-	while (!(found = ops_log_has(o, mark, expect)) && dp_now_ns() < deadline) {
-		if (o->dp.attached)
-			vfe_guest_poll(&o->dp.g);
-		usleep(WAIT_PAUSE_US);
-	}
-	if (!found)
+	if (!wait_log(o, mark, expect, deadline)) {
 		tap_diag("'%s': no '%s' within %u ms", cmd, expect, ms);
-	return found;
+		return false;
+	}
+	/*
+	 * The app's stdout is line-buffered: a long answer arrives a line at a time, and a
+	 * caller that looks for a line after @p expect could look before it came.
+	 */
+	if (mark_out != NULL && !wait_log(o, mark, OPS_PROMPT, deadline)) {
+		tap_diag("'%s': its answer did not end with a prompt within %u ms", cmd, ms);
+		return false;
+	}
+	return true;
 }
 
 int ops_tel(const struct ops_env *o, const char *cmd, char *out, size_t len)

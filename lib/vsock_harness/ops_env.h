@@ -71,9 +71,14 @@ bool ops_log_has(const struct ops_env *o, long mark, const char *needle);
 /** How many times @p needle appears in the log from @p mark on. */
 unsigned int ops_log_count(const struct ops_env *o, long mark, const char *needle);
 
+/** The console's prompt (-i), printed again once a command's answer is whole. */
+#define OPS_PROMPT "vsock> "
+
 /**
  * Type @p cmd on the console and wait (polling the guest if attached) up to @p ms for
- * @p expect in what follows. Returns whether it appeared; its mark goes to @p mark_out.
+ * @p expect in what follows. Returns whether it appeared; its mark goes to @p mark_out, and
+ * then the wait goes on to the prompt after the answer, so that every line of it is there
+ * for the caller to look at.
  */
 bool ops_cmd(struct ops_env *o, const char *cmd, const char *expect, unsigned int ms,
 		long *mark_out);
