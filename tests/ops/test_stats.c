@@ -7,11 +7,12 @@
  *  - show conn / /vsock/conns: ports, state, bytes, credit both ways, queues;
  *  - clear restarts from zero without touching what comes after;
  *  - stop keeps the guest's packets in the ring until start;
- *  - set burst takes effect at once (burst histogram) and, switched under a
- *    two-way transfer, loses no byte.
+ *  - set burst takes effect at once (burst histogram), a burst takes half a ring at
+ *    most, and, switched under a two-way transfer, set burst loses no byte.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -269,6 +270,47 @@ test_burst_effect(void)
 	ops_cmd(&env, "set burst 32", "Burst size set to 32", MS, NULL);
 }
 
+/*
+ * A burst larger than the ring takes half of it at most: a whole ring of requests queued
+ * while stopped goes in exactly two bursts of half, each ring entry once.
+ */
+static void
+test_burst_half_ring(void)
+{
+	const unsigned int num = e->g.v->vq[VFE_VSOCK_TX].num, half = num / 2;
+	struct vfe_guest_conn **c = calloc(num, sizeof(*c));
+	unsigned int i, queued = 0, served = 0;
+	char path[32];
+
+	if (!tap_ok(c != NULL, "room for %u connections", num))
+		return;
+
+	tap_ok(ops_cmd(&env, "set burst 512", "Burst size set to 512", MS, NULL) &&
+		ops_cmd(&env, "stop", "Polling stopped", MS, NULL) &&
+		ops_cmd(&env, "clear stats 3", "cleared", MS, NULL), "burst 512, stopped");
+	for (i = 0; i < num; i++) {
+		c[i] = vfe_guest_connect(&e->g, NO_LISTENER_PORT, VIRTIO_VSOCK_TYPE_STREAM);
+		queued += c[i] != NULL;
+	}
+	tap_ok(queued == num && vfe_guest_tx_free(&e->g) == 0,
+		"the tx ring's %u entries hold %u requests", num, queued);
+	tap_ok(ops_cmd(&env, "start", "Polling started", MS, NULL), "start with the ring full");
+	for (i = 0; i < num; i++) {
+		if (c[i] != NULL && DP_WAIT(e, c[i]->state != VFE_GC_CONNECTING, MS) && c[i]->reset)
+			served++;
+		if (c[i] != NULL)
+			vfe_guest_release(&e->g, c[i]);
+	}
+	tap_ok(served == num, "%u of %u requests refused with RST", served, num);
+	snprintf(path, sizeof(path), "tx.burst_hist.%u", half);
+	tap_ok(vm3(path) == 2 && vm3("tx.bursts") == 2 && vm3("tx.packets") == num,
+		"burst 512 on %u entries: 2 bursts of %u (%llu of %u, %llu bursts, %llu packets)",
+		num, half, (unsigned long long)vm3(path), half, (unsigned long long)vm3("tx.bursts"),
+		(unsigned long long)vm3("tx.packets"));
+	ops_cmd(&env, "set burst 32", "Burst size set to 32", MS, NULL);
+	free(c);
+}
+
 static void
 test_burst_under_traffic(void)
 {
@@ -335,6 +377,7 @@ main(void)
 		test_clear();
 		test_pause();
 		test_burst_effect();
+		test_burst_half_ring();
 		test_burst_under_traffic();
 	}
 	ops_finish(&env);

@@ -114,6 +114,16 @@ static inline uint16_t burst_size(const struct dp_dev *dev)
 	return (uint16_t)__atomic_load_n(&dev->burst, __ATOMIC_RELAXED);
 }
 
+/*
+ * The most a burst takes off @p vq: the burst size, at most half the ring. Its entries go back
+ * only when the burst ends: one that took the whole ring leaves the guest nothing to post into
+ * meanwhile, and then the worker waits for the guest.
+ */
+static inline uint16_t burst_for(const struct dp_dev *dev, const struct virtq *vq)
+{
+	return RTE_MIN(burst_size(dev), RTE_MAX(vq->size / 2, 1));
+}
+
 /* A burst that moved @p n packets; the histogram costs a branch unless switched on. */
 static inline void count_burst(struct dp_dev *dev, uint16_t q, uint16_t n)
 {
@@ -230,7 +240,7 @@ static unsigned int guest_to_host(struct dp_dev *dev, struct dp_scratch *s)
 	uint16_t i, j, k, n, taken;
 	uint64_t bytes = 0;
 
-	n = vq_dequeue_burst(vq, s->chains, RTE_MIN(burst_size(dev), dev->tx_ask));
+	n = vq_dequeue_burst(vq, s->chains, RTE_MIN(burst_for(dev, vq), dev->tx_ask));
 	if (unlikely(vq->broken))
 		report_broken(dev, VSOCK_VQ_TX);
 	if (n == 0)
@@ -374,7 +384,7 @@ static uint16_t rx_fill(struct dp_dev *dev, struct virtq *vq, struct dp_scratch 
 static unsigned int host_to_guest(struct dp_dev *dev, struct dp_scratch *s)
 {
 	struct virtq *vq = &dev->vq[VSOCK_VQ_RX];
-	uint16_t want = burst_size(dev), n = 0, done = 0, filled = 0;
+	uint16_t want = burst_for(dev, vq), n = 0, done = 0, filled = 0;
 	uint16_t ask = RTE_MIN(RTE_MAX(dev->rx_ask, 2), want);
 	uint64_t room = ROUND_BYTES;
 
