@@ -63,9 +63,9 @@ want wait && run wait --variants poll,notify --payloads 64,4096,65536
 # Burst sizes, small packets, where the burst decides the cost per packet.
 want burst && run burst --modes g2h,h2g,rr --payloads 64 --bursts 1,4,16,32,64,128,256
 # The 64 B streams again on a 512-entry ring (QEMU's device has 128, Firecracker's 256, virtio
-# allows 32768): on QEMU's, a burst of 128 takes the whole ring, and the worker and the guest
-# driver take turns. With room to run ahead, whether the backend, not the client, bounds the
-# rate.
+# allows 32768): on QEMU's, a burst of 64 already takes half the ring (the most a burst takes),
+# and the worker and the guest driver partly take turns. With room to run ahead, whether the
+# backend, not the client, bounds the rate.
 want ring512 && run ring512 --ring 512 --host uds,native --modes g2h,h2g --payloads 64 \
 	--bursts 32,128
 # Connections: 1 to 1023 (the table's limit), round-robin over all of them.
