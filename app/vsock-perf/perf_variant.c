@@ -205,8 +205,8 @@ bool perf_run_variant(struct perf_run *run, unsigned int v, unsigned int rep)
 			perf_ref_unix_rtt_us(plan->payloads[p], plan->smoke ? 200 : 20000) : NAN;
 	/*
 	 * How far apart the two CPUs are, before and after the cases, for the same reason: the
-	 * host moves them, and this machine's cache-line round trip goes from about 125 ns to
-	 * about 365 ns and back within a minute, its compute speed unchanged. What crosses
+	 * host moves them, and this machine's cache-line round trip goes from 60-140 ns to
+	 * 345-440 ns and back within a minute, its compute speed unchanged. What crosses
 	 * between the worker and the guest costs what the distance costs. A few ms each; the
 	 * thread on CPU 1 would share it with the backend's worker.
 	 */
