@@ -115,18 +115,28 @@ static void flood_rsts(void)
 	       (unsigned long)(stat3("rst_dropped") - dropped));
 }
 
-/* Every connection's credit sent to a host program that never reads: the quota runs out. */
+/*
+ * Every connection's credit sent to a host program that never reads: the quota runs out.
+ * Each socket takes about 200 KiB before anything waits in mbufs, so the whole credit is
+ * sent, a full ring waiting for the worker, until the tx ring stalls. Sending only what the
+ * ring took at once depended on the worker's pace: under load it took 81 packets, at most
+ * three a connection, which the sockets may hold whole, and nothing stalled.
+ */
 static void fill_credit(void)
 {
 	uint64_t bp = stat3("tx_backpressure");
 	unsigned int i, k, sent = 0;
+	bool stop = false;
 
-	for (k = 0; k < HU_APP_BUF_ALLOC / PKT; k++) {
-		for (i = 0; i < MAX_CONNS; i++) {
+	for (k = 0; k < HU_APP_BUF_ALLOC / PKT && !stop; k++) {
+		for (i = 0; i < MAX_CONNS && !stop; i++) {
 			struct vfe_vsock_pkt p = rg_hdr(VIRTIO_VSOCK_OP_RW, 20000 + i, LPORT);
 
 			p.len = PKT;
-			if (rg_send(&g, &p, junk) == 0)
+			if (!WAIT3(rg_send(&g, &p, junk) == 0 ||
+				   (stop = stat3("tx_backpressure") > bp)))
+				stop = true;	/* neither came: the check below says so */
+			else if (!stop)
 				sent++;
 		}
 	}
