@@ -50,6 +50,12 @@ struct dp_stream {
 
 uint64_t dp_now_ns(void);
 
+/**
+ * Raise this process's open file limit to @p want (the app, its child, inherits it), or as
+ * far as the hard limit allows: 0, or -errno (-EMFILE: the hard limit is lower).
+ */
+int dp_raise_fd_limit(unsigned int want);
+
 /** Start the app with one VM: 0 or -1. */
 int dp_app_start(struct dp_env *e);
 /** Detach, SIGTERM the app: its wait status. The log is printed if @p dump_log or bad exit. */

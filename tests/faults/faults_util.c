@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the fault tests (faults_util.h). */
 #include <errno.h>
-#include <sys/resource.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -238,17 +237,3 @@ fx_stat(struct fx_env *f, unsigned int cid, const char *path)
 	return ops_tel_u64(&f->o, cmd, path);
 }
 
-int
-fx_raise_fd_limit(unsigned int want)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return -errno;
-	if (rl.rlim_cur >= want)
-		return 0;
-	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return -errno;
-	return rl.rlim_cur >= want ? 0 : -EMFILE;
-}

@@ -75,9 +75,6 @@ int fx_res(struct fx_env *f, struct fx_res *r);
 bool fx_res_back(struct fx_env *f, const struct fx_res *base, unsigned int ms,
 		struct fx_res *now);
 
-/** Raise this process's open file limit to @p want: 0, or -errno (-EMFILE: the hard limit). */
-int fx_raise_fd_limit(unsigned int want);
-
 /**
  * VM 5 connects to the host, 3000 checked bytes each way, closes; the host reads EOF.
  * Ticks VM 3's guest too while it waits. 0, or -1 with why set.

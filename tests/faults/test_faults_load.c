@@ -298,7 +298,7 @@ main(void)
 	unsigned int i, k, established = 0, done = 0, bad = 0, eofs = 0;
 	int status, rc;
 
-	rc = fx_raise_fd_limit(FD_LIMIT);
+	rc = dp_raise_fd_limit(FD_LIMIT);
 	if (!tap_ok(rc == 0, "open file limit raised to %u (rc %d)", FD_LIMIT, rc))
 		return tap_done();
 	epfd = epoll_create1(EPOLL_CLOEXEC);

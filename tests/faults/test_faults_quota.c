@@ -208,7 +208,7 @@ out:
 int
 main(void)
 {
-	int rc = fx_raise_fd_limit(FD_LIMIT);
+	int rc = dp_raise_fd_limit(FD_LIMIT);
 
 	if (!tap_ok(rc == 0, "open file limit raised to %u (rc %d)", FD_LIMIT, rc))
 		return tap_done();

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -399,24 +398,13 @@ test_flood(void)
 	close(lfd);
 }
 
-/* The app keeps one fd per connection: make sure this process and its child may open them. */
-static void
-raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096) {
-		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 int
 main(void)
 {
 	int status;
 
-	raise_fd_limit();
+	/* The app keeps one fd per connection: this process and its child may open them. */
+	dp_raise_fd_limit(4096);
 	if (!tap_ok(hu_start(&env) == 0, "app started with VM 3 and VM 5")) {
 		tap_diag("%s", env.why);
 		hu_stop(&env, true);

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -147,16 +146,12 @@ test_conns_pages(void)
 {
 	static int fds[MANY];
 	static struct vfe_guest_conn *gcs[MANY];
-	struct rlimit rl;
 	unsigned int i, opened = 0, listed = 0, pages = 0, dup = 0;
 	uint64_t count = 0, start = 0, next;
 	static char keys[2 * MANY][24];
 	int lfd;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < MANY + 256) {
-		rl.rlim_cur = rl.rlim_max < MANY + 256 ? rl.rlim_max : MANY + 256;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	dp_raise_fd_limit(MANY + 256);
 	lfd = dp_listen(e, PORT, SOCK_STREAM);
 	for (i = 0; lfd >= 0 && i < MANY; i++) {
 		gcs[i] = dp_guest_connect(e, PORT, VIRTIO_VSOCK_TYPE_STREAM, 4 * MS);
