@@ -13,6 +13,8 @@
 #include "stream_io.h"
 
 #define REPLY_MAX 64
+/* How long a close waits for the peer to close too (sio_run()), seconds. */
+#define LINGER_S 10
 
 /* The program running (sio_parse_opts()). */
 static const struct sio_tool *tool;
@@ -307,6 +309,16 @@ int sio_run(int fd, const struct sio_opts *o)
 		rc = do_recv(fd, o);
 	else
 		rc = do_echo(fd, o);
+	/*
+	 * A lingering close, for what this side wrote last (a receiver's reply, an echo's tail).
+	 * On AF_VSOCK a plain close() returns at once, the bytes maybe still in the guest
+	 * driver's queue: a guest powered off next loses them, and the sender reads EOF where
+	 * its reply belongs. Lingering, close() returns once the peer closed too, which a
+	 * sender does after the reply; at most LINGER_S later. On a Unix socket it changes
+	 * nothing.
+	 */
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){ .l_onoff = 1, .l_linger = LINGER_S },
+		   sizeof(struct linger));
 	close(fd);
 	return rc;
 }
