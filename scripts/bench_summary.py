@@ -139,9 +139,9 @@ def near(c, limit):
     return all(c.get(k) and c[k] <= limit for k in CL)
 
 
-def distances(docs):
-    """Per part: the cache-line round trips' range, and its backends that ran far."""
-    limit = near_limit(docs)
+def distances(docs, limit):
+    """Per part: the cache-line round trips' range, and its backends that ran far (beyond
+    @limit, near_limit()'s)."""
     if limit is None:
         return "not measured"
     got = []
@@ -414,6 +414,7 @@ TARGETS = [
 
 
 def summary(docs):
+    near_ns = near_limit(docs)
     lines = ["# Benchmark summary", ""]
     d = next((docs[p] for p in PARTS if docs.get(p)), None)
     if d:
@@ -434,9 +435,9 @@ def summary(docs):
     lines += ["", "Medians over the repetitions of the cases that passed; busy cycles are the "
               "worker's cycles in rounds that moved packets (record-core-cycles), per packet. "
               "Parts: " + (", ".join(p for p in PARTS if docs.get(p)) or "none") + ".",
-              "", "The CPUs' cache-line round trip before and after each backend, ns (near: "
-              "at most %s, the lower of the run's two clusters): %s."
-              % (num(near_limit(docs) or 0), distances(docs))]
+              "", "The CPUs' cache-line round trip before and after each backend, ns%s: %s."
+              % ("" if near_ns is None else " (near: at most %s, the lower of the run's two "
+                 "clusters)" % num(near_ns), distances(docs, near_ns))]
     return "\n".join(lines) + "\n"
 
 
